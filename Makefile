@@ -1,0 +1,50 @@
+# kartoframe — the two set-up commands are `make demo` and `make test` (see README.md).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+PIP_FLAGS ?= --disable-pip-version-check -q
+
+.PHONY: demo test lint typecheck pytest java venv bench compare docs clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install $(PIP_FLAGS) --upgrade "pip>=24"
+
+# Reinstall whenever the project metadata or the pinned constraints change.
+$(STAMP): $(BIN)/python pyproject.toml requirements/constraints.txt
+	$(BIN)/python -m pip install $(PIP_FLAGS) -c requirements/constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Spark needs a JVM; install one from Debian's packages when none is on PATH.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "java not found: installing openjdk-17-jre-headless"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless) \
+	  || { echo "could not install Java; Spark tests need it" >&2; exit 1; }; }
+
+demo: $(STAMP) java
+	$(BIN)/python -m kartoframe.demo --store ./demo-data
+
+lint: $(STAMP)
+	$(BIN)/ruff check kartoframe tests asv_benchmarks
+	$(BIN)/ruff format --check kartoframe tests asv_benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP) java
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test: lint typecheck pytest
+
+compare: $(STAMP)
+	$(BIN)/python asv_benchmarks/compare.py
+
+bench: $(STAMP)
+	cd asv_benchmarks && ../$(BIN)/asv run --python=same --quick
+
+clean:
+	rm -rf demo-data bench-data .pytest_cache .mypy_cache .ruff_cache

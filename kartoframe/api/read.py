@@ -1,0 +1,308 @@
+"""Eager and iterator reads (plateau ``io.eager`` / ``io.iter`` names and keywords)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from kartoframe.api._args import StoreInput, check_columns_arg, check_uuid, ensure_store, str_list
+from kartoframe.errors import InvalidInputError
+from kartoframe.execution.kernel import read_plan_table, read_task_frame, to_frame
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.header import DatasetHeader
+from kartoframe.plan.scan import ScanPlan, plan_scan, required_index_columns
+from kartoframe.storage.resolve import load_dataset, load_indices
+from kartoframe.storage.store import Store
+
+__all__ = [
+    "DatasetMetadata",
+    "plan_read",
+    "read_dataset_as_dataframes",
+    "read_dataset_as_dataframes__iterator",
+    "read_dataset_metadata",
+    "read_table",
+]
+
+
+class DatasetMetadata:
+    """A loaded dataset header plus its schema, for inspection.
+
+    Obtain it with :func:`read_dataset_metadata` or :meth:`load_from_store`.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> _ = kf.store_dataframes_as_dataset(
+    ...     store="memory://md-example", dataset_uuid="sales",
+    ...     dfs=[pd.DataFrame({"country": ["DE", "FR"], "units": [1, 2]})],
+    ...     partition_on=["country"])
+    >>> md = kf.read_dataset_metadata("sales", "memory://md-example")
+    >>> md.partition_keys, len(md.partitions)
+    (['country'], 2)
+    """
+
+    def __init__(self, loaded: LoadedDataset, store: Store) -> None:
+        self._loaded = loaded
+        self._store = store
+
+    @classmethod
+    def load_from_store(cls, uuid: str, store: StoreInput) -> DatasetMetadata:
+        """Load a dataset's metadata (plateau-compatible constructor)."""
+        return read_dataset_metadata(uuid, store)
+
+    @property
+    def uuid(self) -> str:
+        """Dataset uuid."""
+        return self._loaded.metadata.uuid
+
+    @property
+    def header(self) -> DatasetHeader:
+        """The raw header value."""
+        return self._loaded.metadata
+
+    @property
+    def partitions(self) -> dict[str, str]:
+        """Partition label -> data file key (commit order)."""
+        return dict(self._loaded.metadata.partitions)
+
+    @property
+    def partition_keys(self) -> list[str]:
+        """Hive partition columns."""
+        return list(self._loaded.metadata.partition_keys)
+
+    @property
+    def indices(self) -> dict[str, str]:
+        """Secondary index column -> index file key."""
+        return dict(self._loaded.metadata.indices)
+
+    @property
+    def secondary_indices(self) -> list[str]:
+        """Columns with a secondary index."""
+        return self._loaded.metadata.secondary_indices
+
+    @property
+    def index_columns(self) -> set[str]:
+        """Partition keys and secondary index columns."""
+        return self._loaded.metadata.index_columns
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """User metadata (with ``creation_time``)."""
+        return dict(self._loaded.metadata.metadata)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The dataset schema (partition columns included)."""
+        return self._loaded.schema
+
+    @property
+    def table_name(self) -> str:
+        """The table directory name."""
+        return self._loaded.metadata.table_name
+
+    @property
+    def explicit_partitions(self) -> bool:
+        """False for implicit datasets (partitions found by listing)."""
+        return self._loaded.metadata.explicit_partitions
+
+    @property
+    def metadata_storage_format(self) -> str:
+        """``"json"`` or ``"msgpack"``."""
+        return self._loaded.metadata.storage_format
+
+    @property
+    def metadata_version(self) -> int:
+        """Always 4."""
+        return 4
+
+    def load_index(self, column: str) -> pd.DataFrame:
+        """Return a secondary index as a DataFrame (value, list of partition labels)."""
+        if column not in self._loaded.metadata.indices and column not in (
+            self._loaded.metadata.embedded_indices
+        ):
+            raise InvalidInputError(f"Column {column!r} has no secondary index.")
+        loaded = load_indices(self._store, self._loaded, [column])
+        return loaded.indices[column].to_pandas()
+
+    def __repr__(self) -> str:
+        return (
+            f"DatasetMetadata(uuid={self.uuid!r}, partitions={len(self.partitions)}, "
+            f"partition_keys={self.partition_keys}, indices={self.secondary_indices})"
+        )
+
+
+def read_dataset_metadata(dataset_uuid: str, store: StoreInput) -> DatasetMetadata:
+    """Load a dataset's header and schema.
+
+    Parameters
+    ----------
+    dataset_uuid
+        The dataset.
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+
+    Returns
+    -------
+    DatasetMetadata
+
+    Raises
+    ------
+    DatasetNotFoundError
+        If the dataset does not exist.
+    """
+    st = ensure_store(store)
+    return DatasetMetadata(load_dataset(st, check_uuid(dataset_uuid)), st)
+
+
+def plan_read(
+    dataset_uuid: str,
+    store: StoreInput,
+    *,
+    columns: Sequence[str] | None = None,
+    predicates: object = None,
+    dispatch_by: Sequence[str] | None = None,
+    categoricals: Sequence[str] | None = None,
+    dates_as_object: bool = True,
+) -> tuple[ScanPlan, Store]:
+    """Resolve and plan a read (loads the header, the schema and the needed indices)."""
+    st = ensure_store(store)
+    loaded = load_dataset(st, check_uuid(dataset_uuid))
+    cols = check_columns_arg(columns)
+    dispatch = None if dispatch_by is None else str_list(dispatch_by, "dispatch_by")
+    need = required_index_columns(loaded, predicates, dispatch)
+    loaded = load_indices(st, loaded, need)
+    plan = plan_scan(
+        loaded,
+        columns=cols,
+        predicates=predicates,
+        dispatch_by=dispatch,
+        categoricals=str_list(categoricals, "categoricals"),
+        dates_as_object=dates_as_object,
+    )
+    return plan, st
+
+
+def _check_pushdown(predicate_pushdown_to_io: object) -> None:
+    if not isinstance(predicate_pushdown_to_io, bool):
+        raise InvalidInputError("predicate_pushdown_to_io must be a bool.")
+
+
+def read_table(
+    dataset_uuid: str,
+    store: StoreInput,
+    columns: Sequence[str] | None = None,
+    predicate_pushdown_to_io: bool = True,
+    categoricals: Sequence[str] | None = None,
+    dates_as_object: bool = True,
+    predicates: object = None,
+) -> pd.DataFrame:
+    """Read a dataset (or the rows matching ``predicates``) into one DataFrame.
+
+    Pruning runs partition keys -> secondary indices -> Parquet row-group statistics
+    -> row filter; no data file of a pruned partition is opened. Rows come in header
+    (commit) order, file by file.
+
+    Parameters
+    ----------
+    dataset_uuid
+        The dataset.
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    columns
+        Projection, in output order (default: all, partition keys first).
+    predicate_pushdown_to_io
+        Kept for plateau compatibility; statistics are always used.
+    categoricals
+        Columns to return as ``pandas.Categorical``.
+    dates_as_object
+        ``date`` columns as ``datetime.date`` objects (default) or ``datetime64``.
+    predicates
+        DNF filter ``[[(col, op, value), ...], ...]``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Typed from the dataset schema even when no row matches.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> df = pd.DataFrame({"country": ["DE", "FR", "DE"], "units": [1, 2, 3]})
+    >>> _ = kf.store_dataframes_as_dataset(store="memory://rt-example",
+    ...     dataset_uuid="sales", dfs=[df], partition_on=["country"])
+    >>> kf.read_table("sales", "memory://rt-example",
+    ...               predicates=[[("country", "==", "DE")]])["units"].tolist()
+    [1, 3]
+    """
+    _check_pushdown(predicate_pushdown_to_io)
+    plan, st = plan_read(
+        dataset_uuid,
+        store,
+        columns=columns,
+        predicates=predicates,
+        categoricals=categoricals,
+        dates_as_object=dates_as_object,
+    )
+    return to_frame(plan, read_plan_table(plan, st))
+
+
+def read_dataset_as_dataframes(
+    dataset_uuid: str,
+    store: StoreInput,
+    columns: Sequence[str] | None = None,
+    predicate_pushdown_to_io: bool = True,
+    categoricals: Sequence[str] | None = None,
+    dates_as_object: bool = True,
+    predicates: object = None,
+    dispatch_by: Sequence[str] | None = None,
+) -> list[pd.DataFrame]:
+    """Read a dataset as a list of DataFrames, one per partition or dispatch group.
+
+    ``dispatch_by=None`` gives one frame per data file, ``[]`` one frame for all,
+    and a list of indexed columns one frame per distinct value combination (sorted).
+    Parameters as in :func:`read_table`.
+    """
+    return list(
+        read_dataset_as_dataframes__iterator(
+            dataset_uuid,
+            store,
+            columns=columns,
+            predicate_pushdown_to_io=predicate_pushdown_to_io,
+            categoricals=categoricals,
+            dates_as_object=dates_as_object,
+            predicates=predicates,
+            dispatch_by=dispatch_by,
+        )
+    )
+
+
+def read_dataset_as_dataframes__iterator(
+    dataset_uuid: str,
+    store: StoreInput,
+    columns: Sequence[str] | None = None,
+    predicate_pushdown_to_io: bool = True,
+    categoricals: Sequence[str] | None = None,
+    dates_as_object: bool = True,
+    predicates: object = None,
+    dispatch_by: Sequence[str] | None = None,
+) -> Iterator[pd.DataFrame]:
+    """Yield one DataFrame per partition (or dispatch group), holding one at a time.
+
+    Memory stays bounded by the largest partition. Parameters as in
+    :func:`read_dataset_as_dataframes`.
+    """
+    _check_pushdown(predicate_pushdown_to_io)
+    plan, st = plan_read(
+        dataset_uuid,
+        store,
+        columns=columns,
+        predicates=predicates,
+        dispatch_by=dispatch_by,
+        categoricals=categoricals,
+        dates_as_object=dates_as_object,
+    )
+    for task in plan.tasks:
+        yield read_task_frame(plan, task, st)

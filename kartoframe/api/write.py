@@ -1,0 +1,649 @@
+"""Eager and iterator writes (plateau ``io.eager`` / ``io.iter`` names and keywords)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from kartoframe.api._args import (
+    StoreInput,
+    check_format,
+    check_metadata_version,
+    check_uuid,
+    ensure_store,
+    serializer_arg,
+    str_list,
+)
+from kartoframe.errors import (
+    DatasetExistsError,
+    DatasetNotFoundError,
+    EmptyInputError,
+    InvalidInputError,
+    InvalidTypeError,
+)
+from kartoframe.execution.write import (
+    ChunkResult,
+    ParquetSerializer,
+    WrittenPartition,
+    commit_write,
+    delete_files,
+    write_chunk,
+)
+from kartoframe.format import naming
+from kartoframe.format.convert import frame_to_table
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.schema import compatible_merge, normalize_schema
+from kartoframe.plan.predicates import bind
+from kartoframe.plan.pruning import prune
+from kartoframe.plan.scan import required_index_columns
+from kartoframe.plan.write import check_write_columns
+from kartoframe.storage.resolve import dataset_exists, load_dataset, load_indices, read_header
+from kartoframe.storage.store import Store
+
+__all__ = [
+    "MetaPartition",
+    "commit_dataset",
+    "create_empty_dataset_header",
+    "delete_scope_labels",
+    "store_dataframes_as_dataset",
+    "store_dataframes_as_dataset__iter",
+    "update_dataset_from_dataframes",
+    "update_dataset_from_dataframes__iter",
+    "write_single_partition",
+]
+
+MetadataArg = Mapping[str, Any] | Callable[[Mapping[str, Any]], Mapping[str, Any]] | None
+
+
+class MetaPartition:
+    """Files written by :func:`write_single_partition`, to be committed later."""
+
+    def __init__(self, result: ChunkResult) -> None:
+        self.result = result
+
+    @property
+    def labels(self) -> list[str]:
+        """Partition labels of the written files."""
+        return [p.label for p in self.result.partitions]
+
+    @property
+    def files(self) -> list[WrittenPartition]:
+        """The written files."""
+        return list(self.result.partitions)
+
+    def __repr__(self) -> str:
+        return f"MetaPartition(labels={self.labels})"
+
+
+def _resolve_metadata(
+    metadata: MetadataArg, existing: Mapping[str, Any]
+) -> Mapping[str, Any] | None:
+    if metadata is None:
+        return None
+    if callable(metadata):
+        metadata = metadata(dict(existing))
+    if not isinstance(metadata, Mapping):
+        raise InvalidTypeError(f"metadata must be a dict, got {type(metadata).__name__}.")
+    bad = [k for k in metadata if not isinstance(k, str)]
+    if bad:
+        raise InvalidTypeError(f"metadata keys must be strings, got {bad!r}.")
+    return metadata
+
+
+def _frames(dfs: object, name: str) -> list[Any]:
+    if isinstance(dfs, pd.DataFrame):
+        raise InvalidTypeError(f"{name} must be a list of DataFrames; wrap a single frame as [df].")
+    if not isinstance(dfs, list | tuple):
+        raise InvalidTypeError(f"{name} must be a list of DataFrames, got {type(dfs).__name__}.")
+    return list(dfs)
+
+
+def delete_scope_labels(loaded: LoadedDataset, store: Store, delete_scope: object) -> set[str]:
+    """Labels selected by a ``delete_scope`` (list of ``{column: value}`` dicts).
+
+    Every column must be a partition key or carry a secondary index; a scope on any
+    other column is refused (the reference deletes *everything* in that case).
+    """
+    if delete_scope is None:
+        return set()
+    if not isinstance(delete_scope, list | tuple):
+        raise InvalidTypeError("delete_scope must be a list of {column: value} dicts.")
+    md = loaded.metadata
+    indexed = md.index_columns
+    conjunctions = []
+    for scope in delete_scope:
+        if not isinstance(scope, Mapping):
+            raise InvalidTypeError(f"delete_scope entries must be dicts, got {scope!r}.")
+        if not scope:
+            return set(md.partitions)
+        bad = sorted(c for c in scope if c not in indexed)
+        if bad:
+            raise InvalidInputError(
+                f"delete_scope columns {bad} are neither partition keys nor indexed in "
+                f"dataset {md.uuid!r}; refusing to guess which partitions to delete."
+            )
+        nulls = sorted(c for c, v in scope.items() if v is None)
+        if nulls:
+            raise InvalidInputError(f"delete_scope values must not be null ({nulls}).")
+        conjunctions.append([(c, "==", v) for c, v in scope.items()])
+    if not conjunctions:
+        return set()
+    pred = bind(conjunctions, loaded.schema)
+    loaded = load_indices(store, loaded, required_index_columns(loaded, conjunctions))
+    indices = dict(loaded.indices)
+    labels, _ = prune(pred, list(md.partitions), md.partition_keys, loaded.schema, indices)
+    return set(labels)
+
+
+def _existing(st: Store, uuid: str) -> LoadedDataset | None:
+    if not dataset_exists(st, uuid):
+        return None
+    return load_dataset(st, uuid)
+
+
+def store_dataframes_as_dataset__iter(
+    df_generator: Iterable[Any],
+    store: StoreInput,
+    dataset_uuid: str,
+    metadata: MetadataArg = None,
+    partition_on: Sequence[str] | None = None,
+    df_serializer: ParquetSerializer | None = None,
+    overwrite: bool = False,
+    metadata_storage_format: str = "json",
+    metadata_version: int = 4,
+    secondary_indices: Sequence[str] | None = None,
+    table_name: str = "table",
+    sort_partitions_by: Sequence[str] | None = None,
+) -> DatasetMetadataResult:
+    """Write frames from an iterable as a new dataset, committing once at the end.
+
+    Each frame is written as soon as it is produced (one file per frame and partition
+    value), so memory stays bounded by one frame. See
+    :func:`store_dataframes_as_dataset` for the parameters.
+    """
+    uuid = check_uuid(dataset_uuid)
+    st = ensure_store(store)
+    fmt = check_format(metadata_storage_format)
+    check_metadata_version(metadata_version)
+    naming.validate_name(table_name, "table_name")
+    pon = str_list(partition_on, "partition_on")
+    sidx = str_list(secondary_indices, "secondary_indices")
+    ser = serializer_arg(df_serializer)
+    if dataset_exists(st, uuid) and not overwrite:
+        raise DatasetExistsError(uuid)
+    chunks: list[ChunkResult] = []
+    try:
+        for i, df in enumerate(df_generator):
+            if df is None:
+                continue
+            chunks.append(
+                write_chunk(
+                    st,
+                    uuid,
+                    df,
+                    table_name=table_name,
+                    partition_on=pon,
+                    index_columns=sidx,
+                    serializer=ser,
+                    sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+                    origin=f"input frame {i}",
+                )
+            )
+        if not chunks:
+            raise EmptyInputError(
+                "Cannot store empty datasets: no DataFrame was given (dfs must not be empty)."
+            )
+        meta = _resolve_metadata(metadata, {})
+        md = commit_write(
+            st,
+            uuid,
+            chunks,
+            base=None,
+            partition_on=pon,
+            secondary_indices=sidx,
+            metadata=meta,
+            storage_format=fmt,
+            table_name=table_name,
+            expect_absent=not overwrite,
+        )
+    except BaseException:
+        delete_files(st, [p.key for c in chunks for p in c.partitions])
+        raise
+    return DatasetMetadataResult(md.uuid, st)
+
+
+class DatasetMetadataResult:
+    """Lazy handle returned by writes: ``.uuid`` now, full metadata on demand."""
+
+    def __init__(self, uuid: str, store: Store) -> None:
+        self.uuid = uuid
+        self._store = store
+
+    def load(self) -> Any:
+        """Load the committed dataset's metadata."""
+        from kartoframe.api.read import read_dataset_metadata
+
+        return read_dataset_metadata(self.uuid, self._store)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.load(), name)
+
+    def __repr__(self) -> str:
+        return f"<dataset {self.uuid!r} in {self._store!r}>"
+
+
+def store_dataframes_as_dataset(
+    store: StoreInput,
+    dataset_uuid: str,
+    dfs: Sequence[pd.DataFrame],
+    metadata: MetadataArg = None,
+    partition_on: Sequence[str] | None = None,
+    df_serializer: ParquetSerializer | None = None,
+    overwrite: bool = False,
+    secondary_indices: Sequence[str] | None = None,
+    metadata_storage_format: str = "json",
+    metadata_version: int = 4,
+    table_name: str = "table",
+    sort_partitions_by: Sequence[str] | None = None,
+) -> DatasetMetadataResult:
+    """Write a list of DataFrames as a new dataset.
+
+    Parameters
+    ----------
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    dataset_uuid
+        Name of the dataset (``[A-Za-z0-9+_-]+``).
+    dfs
+        List of DataFrames; each becomes one file per partition value.
+    metadata
+        User metadata stored in the header.
+    partition_on
+        Columns to partition by (hive-style directories; removed from the files).
+    df_serializer
+        :class:`kartoframe.ParquetSerializer` (compression, row-group size).
+    overwrite
+        Replace an existing dataset (its old files become garbage).
+    secondary_indices
+        Columns to build inverted indices for.
+    metadata_storage_format
+        ``"json"`` (default) or ``"msgpack"`` (zstd-compressed msgpack).
+    metadata_version
+        Must be 4.
+    table_name
+        Table directory name (default ``"table"``).
+    sort_partitions_by
+        Sort each file by these columns (makes row-group statistics selective).
+
+    Returns
+    -------
+    DatasetMetadataResult
+        ``.uuid`` of the committed dataset; other attributes load its metadata.
+
+    Raises
+    ------
+    DatasetExistsError
+        The dataset exists and ``overwrite`` is False.
+    EmptyInputError
+        ``dfs`` is empty.
+    SchemaError
+        Frames have incompatible schemas.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> df = pd.DataFrame({"country": ["DE", "FR"], "product": [1, 2], "units": [5, 7]})
+    >>> kf.store_dataframes_as_dataset(store="memory://store-example", dataset_uuid="sales",
+    ...     dfs=[df], partition_on=["country"], secondary_indices=["product"]).uuid
+    'sales'
+    """
+    frames = _frames(dfs, "dfs")
+    if not frames:
+        raise EmptyInputError(
+            "Cannot store empty datasets, partition_list must not be empty if in store mode."
+        )
+    return store_dataframes_as_dataset__iter(
+        frames,
+        store,
+        dataset_uuid,
+        metadata=metadata,
+        partition_on=partition_on,
+        df_serializer=df_serializer,
+        overwrite=overwrite,
+        metadata_storage_format=metadata_storage_format,
+        metadata_version=metadata_version,
+        secondary_indices=secondary_indices,
+        table_name=table_name,
+        sort_partitions_by=sort_partitions_by,
+    )
+
+
+def update_dataset_from_dataframes__iter(
+    df_generator: Iterable[Any],
+    store: StoreInput,
+    dataset_uuid: str,
+    delete_scope: Sequence[Mapping[str, Any]] | None = None,
+    metadata: MetadataArg = None,
+    df_serializer: ParquetSerializer | None = None,
+    metadata_merger: Callable[..., Any] | None = None,
+    default_metadata_version: int = 4,
+    partition_on: Sequence[str] | None = None,
+    sort_partitions_by: Sequence[str] | None = None,
+    secondary_indices: Sequence[str] | None = None,
+    table_name: str = "table",
+    metadata_storage_format: str = "json",
+) -> DatasetMetadataResult:
+    """Add frames from an iterable (and delete ``delete_scope``) in one commit.
+
+    Creates the dataset if it does not exist. Parameters as in
+    :func:`update_dataset_from_dataframes`.
+    """
+    uuid = check_uuid(dataset_uuid)
+    st = ensure_store(store)
+    check_metadata_version(default_metadata_version)
+    fmt = check_format(metadata_storage_format)
+    base = _existing(st, uuid)
+    pon = str_list(partition_on, "partition_on") if partition_on is not None else None
+    if base is not None:
+        if pon is not None and tuple(pon) != base.metadata.partition_keys:
+            raise InvalidInputError(
+                f"Incompatible set of partition keys encountered: dataset {uuid!r} is "
+                f"partitioned on {list(base.metadata.partition_keys)}, got {pon}."
+            )
+        pon = list(base.metadata.partition_keys)
+        if table_name != "table" and table_name != base.metadata.table_name:
+            raise InvalidInputError(
+                f"table_name {table_name!r} differs from the dataset's table "
+                f"{base.metadata.table_name!r}."
+            )
+        table_name = base.metadata.table_name
+    pon = pon or []
+    sidx = str_list(secondary_indices, "secondary_indices")
+    all_idx = sorted(set(sidx) | (base.metadata.index_columns - set(pon) if base else set()))
+    remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
+    ser = serializer_arg(df_serializer)
+    chunks: list[ChunkResult] = []
+    try:
+        for i, df in enumerate(df_generator):
+            if df is None:
+                continue
+            if base is not None:
+                _precheck_schema(base, df, pon, f"input frame {i}")
+            chunks.append(
+                write_chunk(
+                    st,
+                    uuid,
+                    df,
+                    table_name=table_name,
+                    partition_on=pon,
+                    index_columns=all_idx,
+                    serializer=ser,
+                    sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+                    origin=f"input frame {i}",
+                )
+            )
+        if not chunks and base is None:
+            raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
+        if not chunks and delete_scope is None and metadata is None:
+            raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
+        meta = _resolve_metadata(metadata, base.metadata.metadata if base else {})
+        md = commit_write(
+            st,
+            uuid,
+            chunks,
+            base=base,
+            partition_on=pon,
+            secondary_indices=sidx,
+            remove_labels=remove,
+            metadata=meta,
+            storage_format=fmt,
+            table_name=table_name,
+            expect_absent=base is None,
+        )
+    except BaseException:
+        delete_files(st, [p.key for c in chunks for p in c.partitions])
+        raise
+    return DatasetMetadataResult(md.uuid, st)
+
+
+def _precheck_schema(base: LoadedDataset, df: Any, pon: Sequence[str], origin: str) -> None:
+    """Refuse an incompatible frame before any file is written."""
+    table = df if isinstance(df, pa.Table) else frame_to_table(df, what=origin)
+    check_write_columns(table.schema, pon, [], what=origin)
+    compatible_merge(
+        base.schema,
+        normalize_schema(table.schema, pon),
+        dataset_uuid=base.uuid,
+        origin=origin,
+        reference_origin="the stored schema",
+    )
+
+
+def update_dataset_from_dataframes(
+    df_list: Sequence[pd.DataFrame],
+    store: StoreInput,
+    dataset_uuid: str,
+    delete_scope: Sequence[Mapping[str, Any]] | None = None,
+    metadata: MetadataArg = None,
+    df_serializer: ParquetSerializer | None = None,
+    metadata_merger: Callable[..., Any] | None = None,
+    default_metadata_version: int = 4,
+    partition_on: Sequence[str] | None = None,
+    sort_partitions_by: Sequence[str] | None = None,
+    secondary_indices: Sequence[str] | None = None,
+    table_name: str = "table",
+    metadata_storage_format: str = "json",
+) -> DatasetMetadataResult:
+    """Add DataFrames to a dataset and/or delete partitions, in one atomic commit.
+
+    Parameters
+    ----------
+    df_list
+        Frames to add (may be empty for a delete-only update).
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    dataset_uuid
+        The dataset; created if missing.
+    delete_scope
+        ``[{column: value, ...}, ...]``: partitions matching any dict are removed.
+        Columns must be partition keys or indexed.
+    metadata
+        User metadata merged over the existing metadata (``creation_time`` kept).
+    df_serializer
+        :class:`kartoframe.ParquetSerializer`.
+    metadata_merger
+        Accepted for plateau compatibility; metadata is merged key by key.
+    default_metadata_version
+        Must be 4.
+    partition_on
+        Must equal the dataset's partition keys (default: taken from the dataset).
+    sort_partitions_by
+        Sort each written file by these columns.
+    secondary_indices
+        Must be a subset of the existing indices; all existing indices are maintained.
+    table_name
+        Must match the dataset's table.
+    metadata_storage_format
+        Format for a new dataset; an existing dataset keeps its format.
+
+    Returns
+    -------
+    DatasetMetadataResult
+    """
+    frames = _frames(df_list, "df_list")
+    return update_dataset_from_dataframes__iter(
+        frames,
+        store,
+        dataset_uuid,
+        delete_scope=delete_scope,
+        metadata=metadata,
+        df_serializer=df_serializer,
+        metadata_merger=metadata_merger,
+        default_metadata_version=default_metadata_version,
+        partition_on=partition_on,
+        sort_partitions_by=sort_partitions_by,
+        secondary_indices=secondary_indices,
+        table_name=table_name,
+        metadata_storage_format=metadata_storage_format,
+    )
+
+
+def create_empty_dataset_header(
+    store: StoreInput,
+    dataset_uuid: str,
+    schema: pa.Schema | pd.DataFrame,
+    partition_on: Sequence[str] | None = None,
+    metadata: MetadataArg = None,
+    overwrite: bool = False,
+    metadata_storage_format: str = "json",
+    metadata_version: int = 4,
+    table_name: str = "table",
+) -> DatasetMetadataResult:
+    """Create a dataset with a schema and no partitions.
+
+    Like plateau, the header lists no ``partitions`` (an *implicit* dataset): files
+    written with :func:`write_single_partition` are found by listing until a
+    :func:`commit_dataset` makes the partitions explicit.
+
+    Parameters
+    ----------
+    schema
+        A :class:`pyarrow.Schema` or an (empty or example) DataFrame.
+    """
+    uuid = check_uuid(dataset_uuid)
+    st = ensure_store(store)
+    fmt = check_format(metadata_storage_format)
+    check_metadata_version(metadata_version)
+    naming.validate_name(table_name, "table_name")
+    if dataset_exists(st, uuid) and not overwrite:
+        raise DatasetExistsError(uuid)
+    pon = str_list(partition_on, "partition_on")
+    if isinstance(schema, pd.DataFrame):
+        arrow_schema = frame_to_table(schema.iloc[:0], what="schema").schema
+    elif isinstance(schema, pa.Schema):
+        arrow_schema = schema
+    else:
+        raise InvalidTypeError("schema must be a pyarrow.Schema or a pandas.DataFrame.")
+    check_write_columns(arrow_schema, pon, [], what="schema")
+    norm = normalize_schema(arrow_schema, pon)
+    md = commit_write(
+        st,
+        uuid,
+        [],
+        base=None,
+        partition_on=pon,
+        metadata=_resolve_metadata(metadata, {}),
+        storage_format=fmt,
+        table_name=table_name,
+        expect_absent=not overwrite,
+        empty_schema=norm,
+        explicit_partitions=False,
+    )
+    return DatasetMetadataResult(md.uuid, st)
+
+
+def write_single_partition(
+    store: StoreInput,
+    dataset_uuid: str,
+    data: pd.DataFrame,
+    df_serializer: ParquetSerializer | None = None,
+    metadata_version: int = 4,
+    partition_on: Sequence[str] | None = None,
+    secondary_indices: Sequence[str] | None = None,
+    table_name: str | None = None,
+) -> MetaPartition:
+    """Write data files for an existing dataset without committing them.
+
+    The frame is validated against the stored schema before anything is written. Pass
+    the result to :func:`commit_dataset` (``new_partitions``) to publish it.
+    """
+    uuid = check_uuid(dataset_uuid)
+    st = ensure_store(store)
+    check_metadata_version(metadata_version)
+    found = read_header(st, uuid)
+    if found is None:
+        raise DatasetNotFoundError(uuid, st.url)
+    base = load_dataset(st, uuid)
+    pon = list(base.metadata.partition_keys)
+    if partition_on is not None and list(partition_on) != pon:
+        raise InvalidInputError(
+            f"Incompatible set of partition keys encountered: dataset {uuid!r} is "
+            f"partitioned on {pon}, got {list(partition_on)}."
+        )
+    _precheck_schema(base, data, pon, "data")
+    idx = sorted(set(str_list(secondary_indices, "secondary_indices")) | set(base.metadata.indices))
+    result = write_chunk(
+        st,
+        uuid,
+        data,
+        table_name=table_name or base.metadata.table_name,
+        partition_on=pon,
+        index_columns=idx,
+        serializer=serializer_arg(df_serializer),
+        origin="data",
+    )
+    return MetaPartition(result)
+
+
+def commit_dataset(
+    store: StoreInput,
+    dataset_uuid: str,
+    new_partitions: Sequence[MetaPartition] | None = None,
+    delete_scope: Sequence[Mapping[str, Any]] | None = None,
+    metadata: MetadataArg = None,
+    metadata_merger: Callable[..., Any] | None = None,
+    default_metadata_version: int = 4,
+    partition_on: Sequence[str] | None = None,
+    secondary_indices: Sequence[str] | None = None,
+) -> DatasetMetadataResult:
+    """Commit partitions written by :func:`write_single_partition`.
+
+    At least one of ``new_partitions``, ``delete_scope`` or ``metadata`` is required.
+    Committing makes an implicit dataset explicit.
+    """
+    uuid = check_uuid(dataset_uuid)
+    st = ensure_store(store)
+    check_metadata_version(default_metadata_version)
+    if not new_partitions and delete_scope is None and metadata is None:
+        raise EmptyInputError("commit_dataset needs new_partitions, delete_scope or metadata.")
+    parts = list(new_partitions or [])
+    bad = [p for p in parts if not isinstance(p, MetaPartition)]
+    if bad:
+        raise InvalidTypeError("new_partitions must be MetaPartitions from write_single_partition.")
+    base = _existing(st, uuid)
+    if base is None:
+        raise DatasetNotFoundError(uuid, st.url)
+    committed = _explicit_base(base)
+    known = set(committed.metadata.partitions)
+    chunks = [p.result for p in parts]
+    fresh = [
+        ChunkResult(tuple(w for w in c.partitions if w.label not in known), c.schema, c.origin)
+        for c in chunks
+    ]
+    remove = delete_scope_labels(committed, st, delete_scope)
+    md = commit_write(
+        st,
+        uuid,
+        fresh,
+        base=committed,
+        partition_on=partition_on if partition_on is not None else None,
+        secondary_indices=str_list(secondary_indices, "secondary_indices"),
+        remove_labels=remove,
+        metadata=_resolve_metadata(metadata, base.metadata.metadata),
+        storage_format=base.metadata.storage_format,
+        table_name=base.metadata.table_name,
+        owns_files=False,
+    )
+    return DatasetMetadataResult(md.uuid, st)
+
+
+def _explicit_base(base: LoadedDataset) -> LoadedDataset:
+    """An implicit dataset becomes explicit: listed partitions are kept as committed."""
+    if base.metadata.explicit_partitions:
+        return base
+    return LoadedDataset(base.metadata, base.schema, base.indices, base.header_bytes)

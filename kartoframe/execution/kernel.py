@@ -1,0 +1,62 @@
+"""The per-task read kernel shared by every engine."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import pyarrow as pa
+
+from kartoframe.format.convert import table_to_frame
+from kartoframe.plan.scan import ReadTask, ScanPlan
+from kartoframe.storage.parquet import read_files
+from kartoframe.storage.store import Store
+
+__all__ = ["read_plan_table", "read_task_frame", "read_task_table", "to_frame"]
+
+
+def read_task_table(
+    plan: ScanPlan,
+    task: ReadTask,
+    store: Store,
+    columns: Sequence[str] | None = None,
+    use_threads: bool = True,
+) -> pa.Table:
+    """Read the files of one task as one Arrow table (projection and filter applied)."""
+    cols = list(columns) if columns is not None else list(plan.columns)
+    pk = plan.partition_keys
+    return read_files(
+        store,
+        [f.key for f in task.files],
+        plan.schema,
+        partition_values=[tuple(zip(pk, f.partition_values)) for f in task.files],
+        columns=cols,
+        filter=plan.filter_for(task),
+        use_threads=use_threads,
+    )
+
+
+def read_plan_table(plan: ScanPlan, store: Store) -> pa.Table:
+    """Read every file of a plan in one multi-threaded scan (tasks must carry no extra)."""
+    files = [f for t in plan.tasks for f in t.files]
+    return read_task_table(plan, ReadTask(tuple(files)), store)
+
+
+def to_frame(plan: ScanPlan, table: pa.Table) -> pd.DataFrame:
+    """Convert a scan result to pandas with the plan's dtype options."""
+    return table_to_frame(
+        table,
+        plan.schema,
+        categoricals=plan.categoricals,
+        dates_as_object=plan.dates_as_object,
+    )
+
+
+def read_task_frame(
+    plan: ScanPlan,
+    task: ReadTask,
+    store: Store,
+    columns: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Read one task into pandas."""
+    return to_frame(plan, read_task_table(plan, task, store, columns))

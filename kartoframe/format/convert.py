@@ -1,0 +1,159 @@
+"""pandas <-> Arrow conversion, in one place.
+
+Write side: :func:`frame_to_table` validates a DataFrame and converts it with the types
+kartoframe stores (strings as ``string``, timestamps checked for µs precision).
+Read side: :func:`table_to_frame` converts a scan result to pandas with the dataset's
+pandas metadata, so extension dtypes (``Int64``, ``boolean``, ``string``), pandas 3's
+``str`` dtype, timestamp units and time zones come back as written.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kartoframe.errors import InvalidInputError, InvalidTypeError, SchemaError
+from kartoframe.format.schema import PANDAS_KEY, pandas_metadata
+
+__all__ = ["frame_to_table", "storage_table", "table_to_frame"]
+
+
+def frame_to_table(df: object, *, what: str = "DataFrame") -> pa.Table:
+    """Validate a DataFrame and convert it to Arrow (index dropped).
+
+    Raises
+    ------
+    InvalidTypeError
+        Not a DataFrame, or non-string column names.
+    InvalidInputError
+        Duplicate column names.
+    SchemaError
+        A column cannot be converted to Arrow.
+    """
+    if not isinstance(df, pd.DataFrame):
+        raise InvalidTypeError(f"Expected a pandas.DataFrame for {what}, got {type(df).__name__}.")
+    bad = [c for c in df.columns if not isinstance(c, str)]
+    if bad:
+        raise InvalidTypeError(f"Column names must be strings; got {bad!r} in {what}.")
+    if df.columns.has_duplicates:
+        dups = sorted({c for c in df.columns if list(df.columns).count(c) > 1})
+        raise InvalidInputError(f"Duplicate column names in {what}: {dups}.")
+    try:
+        return pa.Table.from_pandas(df, preserve_index=False)
+    except (pa.ArrowException, ValueError, TypeError) as e:
+        raise SchemaError(f"Cannot convert {what} to Arrow: {e}") from e
+
+
+def _storage_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_dictionary(t):
+        return pa.dictionary(t.index_type, _storage_type(t.value_type), t.ordered)
+    if pa.types.is_timestamp(t) and t.unit == "ns":
+        return pa.timestamp("us", tz=t.tz)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(_storage_type(t.value_type))
+    return t
+
+
+def storage_table(table: pa.Table) -> pa.Table:
+    """Cast a table to the types written into data files.
+
+    ``large_string`` becomes ``string`` (readable by old pyarrow), nanosecond
+    timestamps become microseconds — refused if that would lose precision.
+
+    Raises
+    ------
+    SchemaError
+        A nanosecond timestamp column holds values that are not whole microseconds.
+    """
+    fields = []
+    changed = False
+    for f in table.schema:
+        nt = _storage_type(f.type)
+        changed |= nt != f.type
+        fields.append(pa.field(f.name, nt, f.nullable))
+    if not changed:
+        return table
+    schema = pa.schema(fields, metadata=table.schema.metadata)
+    cols = []
+    for f, col in zip(schema, table.columns):
+        if f.type == col.type:
+            cols.append(col)
+            continue
+        try:
+            cols.append(col.cast(f.type, safe=True))
+        except pa.ArrowInvalid as e:
+            if pa.types.is_timestamp(f.type):
+                raise SchemaError(
+                    f"Column {f.name!r} has nanosecond timestamps that are not whole "
+                    "microseconds; kartoframe stores µs (as Spark and the Kartothek "
+                    "type system do). Round them first, e.g. `s.dt.floor('us')`."
+                ) from e
+            cols.append(col)  # e.g. a string column over 2 GiB stays large_string
+            fields[len(cols) - 1] = pa.field(f.name, col.type)
+    return pa.Table.from_arrays(cols, schema=pa.schema(fields, metadata=table.schema.metadata))
+
+
+def _restore_units(df: pd.DataFrame, records: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    for name, rec in records.items():
+        numpy_type = rec.get("numpy_type")
+        if name not in df.columns or not isinstance(numpy_type, str):
+            continue
+        if not numpy_type.startswith("datetime64[") or numpy_type == "datetime64[us]":
+            continue
+        unit = numpy_type[len("datetime64[") : -1].split(",")[0]
+        col = df[name]
+        dtype = col.dtype
+        if isinstance(dtype, pd.DatetimeTZDtype):
+            if dtype.unit != unit:
+                df[name] = col.dt.as_unit(unit)
+        elif str(dtype).startswith("datetime64[") and getattr(dtype, "unit", unit) != unit:
+            df[name] = col.dt.as_unit(unit)
+    return df
+
+
+def table_to_frame(
+    table: pa.Table,
+    schema: pa.Schema,
+    *,
+    categoricals: Sequence[str] = (),
+    dates_as_object: bool = True,
+) -> pd.DataFrame:
+    """Convert a scan result to pandas using the dataset's pandas metadata.
+
+    Parameters
+    ----------
+    table
+        The scan result (its columns are a projection of ``schema``).
+    schema
+        Dataset schema whose pandas metadata restores extension dtypes and units.
+    categoricals
+        Columns to return as ``pandas.Categorical``.
+    dates_as_object
+        ``date`` columns as ``datetime.date`` objects (else ``datetime64``).
+    """
+    meta = pandas_metadata(schema) or {}
+    records = {r["name"]: r for r in meta.get("columns", []) if isinstance(r, dict)}
+    names = table.column_names
+    sub = dict(meta)
+    sub["columns"] = [records[n] for n in names if n in records]
+    sub["index_columns"] = []
+    table = table.replace_schema_metadata({PANDAS_KEY: json.dumps(sub).encode()})
+    cats = [c for c in categoricals if c in names]
+    for c in cats:
+        col = table[c]
+        if not pa.types.is_dictionary(col.type):
+            idx = names.index(c)
+            table = table.set_column(idx, c, pc.dictionary_encode(col))
+    df = table.to_pandas(date_as_object=dates_as_object, split_blocks=True, self_destruct=False)
+    if df.columns.dtype != object and len(df.columns) == 0:
+        df.columns = pd.Index([], dtype=object)
+    return _restore_units(df, records)

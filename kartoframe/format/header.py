@@ -1,0 +1,293 @@
+"""The dataset header (``<uuid>.by-dataset-metadata.{json,msgpack.zstd}``).
+
+:class:`DatasetHeader` is the in-memory value of a header; :func:`decode_header` and
+:func:`encode_header` convert it from and to bytes. Both directions keep the key order
+and value types plateau 4.6 and kartothek 5.3 write, so either reads what we write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+import msgpack
+import orjson
+import zstandard
+
+from kartoframe.errors import CorruptMetadataError, UnsupportedVersionError
+from kartoframe.format.naming import MetadataFormat, check_key_inside, validate_uuid
+
+__all__ = [
+    "MAX_HEADER_BYTES",
+    "DatasetHeader",
+    "decode_header",
+    "encode_header",
+]
+
+METADATA_VERSION = 4
+#: Refuse to decompress a msgpack header beyond this size (decompression bombs).
+MAX_HEADER_BYTES = 1 << 30
+
+_KNOWN_KEYS = frozenset(
+    {
+        "dataset_metadata_version",
+        "dataset_uuid",
+        "indices",
+        "metadata",
+        "partitions",
+        "partition_keys",
+    }
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class DatasetHeader:
+    """An immutable view of one dataset header.
+
+    Attributes
+    ----------
+    uuid
+        The dataset uuid.
+    partitions
+        Partition label -> data file key, in header order (commit order).
+    table_name
+        The single table of the dataset (``"table"`` unless chosen otherwise).
+    partition_keys
+        Ordered hive partition columns.
+    indices
+        Secondary index column -> storage key of its index file.
+    embedded_indices
+        Legacy indices embedded in the header (``{column: {value: [labels]}}``).
+    metadata
+        User metadata (including ``creation_time``).
+    explicit_partitions
+        False for implicit datasets whose header lists no partitions (they are found
+        by listing the store).
+    storage_format
+        ``"json"`` or ``"msgpack"``: how the header is (or will be) stored.
+    extra
+        Unknown top-level keys, preserved on rewrite.
+    """
+
+    uuid: str
+    partitions: Mapping[str, str]
+    table_name: str = "table"
+    partition_keys: tuple[str, ...] = ()
+    indices: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    embedded_indices: Mapping[str, Mapping[Any, list[str]]] = dataclasses.field(
+        default_factory=dict
+    )
+    metadata: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    explicit_partitions: bool = True
+    storage_format: MetadataFormat = "json"
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def index_columns(self) -> set[str]:
+        """All indexed columns: partition keys and secondary indices."""
+        return set(self.partition_keys) | set(self.indices) | set(self.embedded_indices)
+
+    @property
+    def secondary_indices(self) -> list[str]:
+        """Columns with a secondary (explicit) index."""
+        return sorted(set(self.indices) | set(self.embedded_indices))
+
+    def replace(self, **changes: Any) -> DatasetHeader:
+        """Return a copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the header dict in the key order plateau writes."""
+        out: dict[str, Any] = {"dataset_metadata_version": METADATA_VERSION}
+        out["dataset_uuid"] = self.uuid
+        indices: dict[str, Any] = dict(self.embedded_indices)
+        indices.update(self.indices)
+        if indices:
+            out["indices"] = indices
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        if self.explicit_partitions:
+            out["partitions"] = {
+                label: {"files": {self.table_name: key}} for label, key in self.partitions.items()
+            }
+        out["partition_keys"] = list(self.partition_keys)
+        for k, v in self.extra.items():
+            out[k] = v
+        return out
+
+
+def _expect(cond: bool, dataset_uuid: str, key: str, expected: str, got: object) -> None:
+    if not cond:
+        raise CorruptMetadataError(
+            f"Corrupt header of dataset {dataset_uuid!r}: key {key!r} must be {expected}, "
+            f"got {type(got).__name__} {_short(got)}."
+        )
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def metadata_from_dict(
+    raw: object,
+    dataset_uuid: str,
+    storage_format: MetadataFormat,
+    default_table: str = "table",
+) -> DatasetHeader:
+    """Validate a decoded header dict and build a :class:`DatasetHeader`.
+
+    Raises
+    ------
+    CorruptMetadataError
+        If a key is missing or has the wrong type (the message names the key).
+    UnsupportedVersionError
+        If ``dataset_metadata_version`` is not 4.
+    """
+    _expect(isinstance(raw, dict), dataset_uuid, "<root>", "a map", raw)
+    assert isinstance(raw, dict)
+    version = raw.get("dataset_metadata_version")
+    _expect(
+        isinstance(version, int) and not isinstance(version, bool),
+        dataset_uuid,
+        "dataset_metadata_version",
+        "an integer",
+        version,
+    )
+    if version != METADATA_VERSION:
+        raise UnsupportedVersionError(
+            f"Dataset {dataset_uuid!r} has dataset_metadata_version {version}; "
+            f"kartoframe reads version {METADATA_VERSION} only."
+        )
+    uuid = raw.get("dataset_uuid")
+    _expect(isinstance(uuid, str), dataset_uuid, "dataset_uuid", "a string", uuid)
+    if uuid != dataset_uuid:
+        raise CorruptMetadataError(
+            f"Corrupt header of dataset {dataset_uuid!r}: key 'dataset_uuid' is {uuid!r}."
+        )
+    validate_uuid(uuid)
+
+    meta = raw.get("metadata", {})
+    meta = {} if meta is None else meta
+    _expect(isinstance(meta, dict), dataset_uuid, "metadata", "a map", meta)
+
+    pkeys = raw.get("partition_keys")
+    if pkeys is not None:
+        _expect(
+            isinstance(pkeys, list) and all(isinstance(k, str) for k in pkeys),
+            dataset_uuid,
+            "partition_keys",
+            "a list of strings",
+            pkeys,
+        )
+
+    indices: dict[str, str] = {}
+    embedded: dict[str, dict[Any, list[str]]] = {}
+    raw_indices = raw.get("indices", {}) or {}
+    _expect(isinstance(raw_indices, dict), dataset_uuid, "indices", "a map", raw_indices)
+    for col, ref in raw_indices.items():
+        if isinstance(ref, str):
+            indices[col] = check_key_inside(ref, dataset_uuid)
+        elif isinstance(ref, dict):
+            embedded[col] = {v: list(labels) for v, labels in ref.items()}
+        else:
+            _expect(False, dataset_uuid, f"indices.{col}", "a storage key or a map", ref)
+
+    partitions: dict[str, str] = {}
+    table_name = default_table
+    explicit = "partitions" in raw
+    if explicit:
+        raw_parts = raw["partitions"]
+        raw_parts = {} if raw_parts is None else raw_parts
+        _expect(isinstance(raw_parts, dict), dataset_uuid, "partitions", "a map", raw_parts)
+        tables: set[str] = set()
+        for label, part in raw_parts.items():
+            files = part.get("files") if isinstance(part, dict) else None
+            _expect(
+                isinstance(files, dict) and len(files) >= 1,
+                dataset_uuid,
+                f"partitions.{label}.files",
+                "a non-empty map",
+                files,
+            )
+            assert isinstance(files, dict)
+            if len(files) != 1:
+                raise CorruptMetadataError(
+                    f"Dataset {dataset_uuid!r} has several tables ({sorted(files)}) in "
+                    f"partition {label!r}; only single-table datasets are supported."
+                )
+            ((table, key),) = files.items()
+            _expect(isinstance(key, str), dataset_uuid, f"partitions.{label}.files", "str", key)
+            tables.add(table)
+            partitions[label] = check_key_inside(key, dataset_uuid)
+        if len(tables) > 1:
+            raise CorruptMetadataError(
+                f"Dataset {dataset_uuid!r} has several tables: {sorted(tables)}; only "
+                "single-table datasets are supported."
+            )
+        if tables:
+            table_name = tables.pop()
+
+    if pkeys is None:
+        pkeys = _infer_partition_keys(partitions)
+
+    extra = {k: v for k, v in raw.items() if k not in _KNOWN_KEYS}
+    return DatasetHeader(
+        uuid=uuid,
+        partitions=partitions,
+        table_name=table_name,
+        partition_keys=tuple(pkeys),
+        indices=indices,
+        embedded_indices=embedded,
+        metadata=meta,
+        explicit_partitions=explicit,
+        storage_format=storage_format,
+        extra=extra,
+    )
+
+
+def _infer_partition_keys(partitions: Mapping[str, str]) -> list[str]:
+    from kartoframe.format.naming import parse_label
+
+    for label in partitions:
+        return [col for col, _ in parse_label(label)]
+    return []
+
+
+def decode_header(
+    data: bytes,
+    dataset_uuid: str,
+    storage_format: MetadataFormat,
+    default_table: str = "table",
+) -> DatasetHeader:
+    """Decode header bytes (JSON or zstd-compressed msgpack).
+
+    Raises
+    ------
+    CorruptMetadataError
+        If the bytes are truncated, not JSON/msgpack, or decompress beyond
+        :data:`MAX_HEADER_BYTES`.
+    """
+    try:
+        if storage_format == "json":
+            raw = orjson.loads(data)
+        else:
+            raw_bytes = zstandard.ZstdDecompressor().decompress(
+                data, max_output_size=MAX_HEADER_BYTES
+            )
+            raw = msgpack.unpackb(raw_bytes, raw=False, strict_map_key=False)
+    except (orjson.JSONDecodeError, zstandard.ZstdError, ValueError, msgpack.UnpackException) as e:
+        raise CorruptMetadataError(
+            f"Cannot decode the {storage_format} header of dataset {dataset_uuid!r}: {e}"
+        ) from e
+    return metadata_from_dict(raw, dataset_uuid, storage_format, default_table)
+
+
+def encode_header(meta: DatasetHeader) -> bytes:
+    """Encode a header in its ``storage_format``."""
+    doc = meta.to_dict()
+    if meta.storage_format == "json":
+        return orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+    packed = msgpack.packb(doc, use_bin_type=True)
+    return zstandard.ZstdCompressor(write_content_size=True).compress(packed)

@@ -1,0 +1,181 @@
+"""Secondary (inverted) indices: value -> partition labels.
+
+An index is held as a two-column :class:`pyarrow.Table` — the indexed column (normalised
+type, distinct non-null values) and ``partition`` (``list<string>`` of labels) — which
+is exactly the on-disk Parquet layout. All operations are vectorised with pyarrow.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from kartoframe.errors import CorruptMetadataError, InvalidInputError
+from kartoframe.format.schema import normalize_type
+
+__all__ = [
+    "PARTITION_COLUMN",
+    "build_index",
+    "empty_index",
+    "index_from_bytes",
+    "index_from_embedded",
+    "index_labels",
+    "index_to_bytes",
+    "index_value_pairs",
+    "merge_index",
+]
+
+PARTITION_COLUMN = "partition"
+
+
+def check_indexable(column: str, arrow_type: pa.DataType) -> None:
+    """Raise if a column cannot carry a secondary index."""
+    if column == PARTITION_COLUMN:
+        raise InvalidInputError("A secondary index on a column named 'partition' is not possible.")
+    t = normalize_type(arrow_type)
+    if pa.types.is_null(t) or pa.types.is_nested(t):
+        raise InvalidInputError(
+            f"Column {column!r} of type {arrow_type} cannot be indexed (nested or null type)."
+        )
+
+
+def empty_index(column: str, arrow_type: pa.DataType) -> pa.Table:
+    """An index with no values."""
+    return pa.table(
+        {
+            column: pa.array([], type=normalize_type(arrow_type)),
+            PARTITION_COLUMN: pa.array([], type=pa.list_(pa.string())),
+        }
+    )
+
+
+def index_value_pairs(column: str, values: pa.Array | pa.ChunkedArray, label: str) -> pa.Table:
+    """Distinct non-null values of one partition's column, paired with its label."""
+    uniq = pc.unique(
+        values.cast(normalize_type(values.type))
+        if values.type != normalize_type(values.type)
+        else values
+    )
+    uniq = uniq.drop_null()
+    return pa.table({column: uniq, "label": pa.array([label] * len(uniq), type=pa.string())})
+
+
+def build_index(column: str, arrow_type: pa.DataType, pairs: Sequence[pa.Table]) -> pa.Table:
+    """Build an index from ``(value, label)`` pair tables."""
+    t = normalize_type(arrow_type)
+    if not pairs:
+        return empty_index(column, t)
+    table = pa.concat_tables(
+        [p.cast(pa.schema([(column, t), ("label", pa.string())])) for p in pairs]
+    )
+    return _group(column, table)
+
+
+def _group(column: str, pairs: pa.Table) -> pa.Table:
+    grouped = pairs.group_by(column, use_threads=False).aggregate([("label", "distinct")])
+    return pa.table(
+        {
+            column: grouped[column],
+            PARTITION_COLUMN: grouped["label_distinct"].cast(pa.list_(pa.string())),
+        }
+    )
+
+
+def _explode(column: str, index: pa.Table) -> pa.Table:
+    lists = index[PARTITION_COLUMN].combine_chunks()
+    parents = pc.list_parent_indices(lists)
+    labels = pc.list_flatten(lists)
+    values = index[column].combine_chunks().take(parents)
+    return pa.table({column: values, "label": labels.cast(pa.string())})
+
+
+def merge_index(
+    column: str,
+    index: pa.Table,
+    add: Sequence[pa.Table] = (),
+    remove_labels: Iterable[str] = (),
+) -> pa.Table:
+    """Return ``index`` with the labels in ``remove_labels`` dropped and ``add`` merged in."""
+    remove = pa.array(list(remove_labels), type=pa.string())
+    if len(remove) == 0 and not add:
+        return index
+    t = index.schema.field(column).type
+    pairs = _explode(column, index)
+    if len(remove):
+        pairs = pairs.filter(pc.invert(pc.is_in(pairs["label"], value_set=remove)))
+    tables = [pairs] + [p.cast(pa.schema([(column, t), ("label", pa.string())])) for p in add]
+    return _group(column, pa.concat_tables(tables))
+
+
+def index_labels(index: pa.Table, mask: pa.ChunkedArray | pa.Array) -> set[str]:
+    """Labels of the index rows selected by a boolean mask (nulls count as False)."""
+    selected = index[PARTITION_COLUMN].filter(mask, null_selection_behavior="drop")
+    if len(selected) == 0:
+        return set()
+    flat = pc.list_flatten(selected.combine_chunks())
+    return set(pc.unique(flat).to_pylist())
+
+
+def index_to_bytes(index: pa.Table) -> bytes:
+    """Serialise an index as Parquet (no pandas metadata, like plateau)."""
+    buf = io.BytesIO()
+    pq.write_table(index.replace_schema_metadata(None), buf, version="2.6")
+    return buf.getvalue()
+
+
+def index_from_bytes(data: bytes, column: str, origin: str = "") -> pa.Table:
+    """Decode an index file; the value column is cast to its normalised type.
+
+    Raises
+    ------
+    CorruptMetadataError
+        If the file is not Parquet or lacks the expected columns.
+    """
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError) as e:
+        raise CorruptMetadataError(f"Cannot read index file {origin}: {e}") from e
+    if column not in table.column_names or PARTITION_COLUMN not in table.column_names:
+        raise CorruptMetadataError(
+            f"Index file {origin} must have columns {column!r} and {PARTITION_COLUMN!r}, "
+            f"has {table.column_names}."
+        )
+    vt = table.schema.field(column).type
+    pt = table.schema.field(PARTITION_COLUMN).type
+    if not (pa.types.is_list(pt) or pa.types.is_large_list(pt)):
+        raise CorruptMetadataError(f"Index file {origin}: 'partition' must be a list, got {pt}.")
+    try:
+        return pa.table(
+            {
+                column: table[column].cast(normalize_type(vt)),
+                PARTITION_COLUMN: table[PARTITION_COLUMN].cast(pa.list_(pa.string())),
+            }
+        )
+    except (pa.ArrowException, ValueError) as e:
+        raise CorruptMetadataError(f"Index file {origin} has unusable types: {e}") from e
+
+
+def index_from_embedded(
+    column: str, arrow_type: pa.DataType, embedded: Mapping[Any, Sequence[str]]
+) -> pa.Table:
+    """Convert a legacy embedded index (``{value: [labels]}``) to the table form."""
+    from kartoframe.format.values import parse_partition_value
+
+    t = normalize_type(arrow_type)
+    values = [parse_partition_value(v, t, column) if isinstance(v, str) else v for v in embedded]
+    try:
+        return pa.table(
+            {
+                column: pa.array(values, type=t),
+                PARTITION_COLUMN: pa.array(
+                    [list(x) for x in embedded.values()], type=pa.list_(pa.string())
+                ),
+            }
+        )
+    except (pa.ArrowException, ValueError, TypeError) as e:
+        raise CorruptMetadataError(f"Embedded index of column {column!r} is invalid: {e}") from e

@@ -1,0 +1,258 @@
+"""Table schemas: normalisation, compatibility, and the ``_common_metadata`` codec.
+
+The dataset schema is a :class:`pyarrow.Schema` whose types are *normalised* the way the
+Kartothek type system prescribes (ints -> int64, uints -> uint64, floats -> float64,
+dictionaries -> their value type, timestamps -> microseconds) with the partition keys
+first and the other columns in alphabetical order. Data files keep their original types;
+readers cast them to the dataset schema.
+
+Strings are normalised to ``string`` (not ``large_string``) so that readers built on old
+pyarrow versions (kartothek 5.3) can read what kartoframe writes; the two are treated as
+the same type everywhere.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kartoframe.errors import CorruptMetadataError, SchemaError
+
+__all__ = [
+    "compatible_merge",
+    "empty_table",
+    "normalize_schema",
+    "normalize_type",
+    "order_names",
+    "pandas_metadata",
+    "schema_diff",
+    "schema_from_bytes",
+    "schema_to_bytes",
+]
+
+PANDAS_KEY = b"pandas"
+
+
+def normalize_type(t: pa.DataType) -> pa.DataType:
+    """Return the normalised Kartothek type of an arrow type."""
+    if pa.types.is_dictionary(t):
+        return normalize_type(t.value_type)
+    if pa.types.is_signed_integer(t):
+        return pa.int64()
+    if pa.types.is_unsigned_integer(t):
+        return pa.uint64()
+    if pa.types.is_floating(t):
+        return pa.float64()
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_timestamp(t):
+        return pa.timestamp("us", tz=t.tz)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(normalize_type(t.value_type))
+    return t
+
+
+def order_names(names: Iterable[str], partition_keys: Sequence[str]) -> list[str]:
+    """Partition keys first (in order), then the other names alphabetically."""
+    pk = list(partition_keys)
+    rest = sorted(n for n in names if n not in pk)
+    return pk + rest
+
+
+def _pandas_record(field: pa.Field, original: dict[str, Any] | None) -> dict[str, Any]:
+    """Pandas metadata record of a normalised field, keeping extension dtypes."""
+    t = field.type
+    orig_numpy = (original or {}).get("numpy_type")
+    rec: dict[str, Any] = {
+        "name": field.name,
+        "field_name": field.name,
+        "pandas_type": "object",
+        "numpy_type": "object",
+        "metadata": None,
+    }
+    if original is not None:
+        rec.update({k: v for k, v in original.items() if k in ("pandas_type", "numpy_type")})
+        rec["metadata"] = original.get("metadata")
+    is_ext = isinstance(orig_numpy, str) and orig_numpy[:1].isupper()
+    if pa.types.is_signed_integer(t):
+        rec["pandas_type"] = "int64"
+        rec["numpy_type"] = "Int64" if is_ext else "int64"
+    elif pa.types.is_unsigned_integer(t):
+        rec["pandas_type"] = "uint64"
+        rec["numpy_type"] = "UInt64" if is_ext else "uint64"
+    elif pa.types.is_floating(t):
+        rec["pandas_type"] = "float64"
+        rec["numpy_type"] = "Float64" if is_ext else "float64"
+    elif pa.types.is_string(t):
+        if rec["pandas_type"] not in ("unicode", "object", "string") or rec["numpy_type"] not in (
+            "object",
+            "str",
+            "string",
+        ):
+            rec["pandas_type"], rec["numpy_type"] = "unicode", "object"
+        rec["metadata"] = None
+    elif pa.types.is_boolean(t):
+        rec["pandas_type"] = "bool"
+        rec["numpy_type"] = "boolean" if orig_numpy == "boolean" else "bool"
+    elif pa.types.is_timestamp(t):
+        rec["pandas_type"] = "datetimetz" if t.tz else "datetime"
+        if not (isinstance(orig_numpy, str) and orig_numpy.startswith("datetime64[")):
+            rec["numpy_type"] = "datetime64[us]"
+        rec["metadata"] = {"timezone": t.tz} if t.tz else None
+    elif pa.types.is_date(t):
+        rec["pandas_type"], rec["numpy_type"], rec["metadata"] = "date", "object", None
+    elif original is None:
+        rec["pandas_type"] = str(t)
+    if rec.get("pandas_type") == "categorical":
+        rec["pandas_type"], rec["numpy_type"], rec["metadata"] = str(t), "object", None
+    return rec
+
+
+def pandas_metadata(schema: pa.Schema) -> dict[str, Any] | None:
+    """Return the decoded pandas metadata of a schema, if any."""
+    raw = (schema.metadata or {}).get(PANDAS_KEY)
+    if raw is None:
+        return None
+    try:
+        meta = json.loads(raw)
+    except ValueError as e:
+        raise CorruptMetadataError(f"Invalid pandas metadata in schema: {e}") from e
+    return meta if isinstance(meta, dict) else None
+
+
+def normalize_schema(schema: pa.Schema, partition_keys: Sequence[str] = ()) -> pa.Schema:
+    """Normalise types, order columns and clean the pandas metadata of a schema.
+
+    Pandas index columns (``__index_level_0__`` and friends) are dropped: the dataset
+    schema describes columns only.
+    """
+    old_meta = pandas_metadata(schema) or {}
+    index_fields = {c for c in old_meta.get("index_columns", []) if isinstance(c, str)} | {
+        n for n in schema.names if n.startswith("__index_level_")
+    }
+    records = {
+        r.get("field_name", r.get("name")): r
+        for r in old_meta.get("columns", [])
+        if isinstance(r, dict)
+    }
+    fields = {f.name: f for f in schema if f.name not in index_fields}
+    missing = [k for k in partition_keys if k not in fields]
+    if missing:
+        raise SchemaError(f"Partition columns {missing} are missing from the schema.")
+    new_fields = []
+    for name in order_names(fields, partition_keys):
+        f = fields[name]
+        new_fields.append(pa.field(name, normalize_type(f.type), nullable=True))
+    new_meta: dict[str, Any] = {
+        "index_columns": [],
+        "column_indexes": old_meta.get("column_indexes", []),
+        "columns": [_pandas_record(f, records.get(f.name)) for f in new_fields],
+        "attributes": old_meta.get("attributes", {}),
+        "creator": old_meta.get("creator", {"library": "pyarrow", "version": pa.__version__}),
+        "pandas_version": old_meta.get("pandas_version", ""),
+    }
+    md = {PANDAS_KEY: json.dumps(new_meta, sort_keys=True).encode()}
+    return pa.schema(new_fields, metadata=md)
+
+
+def schema_to_bytes(schema: pa.Schema) -> bytes:
+    """Serialise a schema as an empty Parquet file (``_common_metadata``)."""
+    buf = io.BytesIO()
+    pq.write_metadata(schema, buf, version="2.6")
+    return buf.getvalue()
+
+
+def schema_from_bytes(
+    data: bytes, partition_keys: Sequence[str] = (), origin: str = ""
+) -> pa.Schema:
+    """Read a ``_common_metadata`` file and return the normalised schema."""
+    try:
+        raw = pq.read_schema(pa.BufferReader(data))
+    except (pa.ArrowException, OSError) as e:
+        raise CorruptMetadataError(f"Cannot read schema {origin}: {e}") from e
+    return normalize_schema(raw, [k for k in partition_keys if k in raw.names])
+
+
+def empty_table(schema: pa.Schema, columns: Sequence[str] | None = None) -> pa.Table:
+    """Return a zero-row table of (a projection of) the schema."""
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in columns], metadata=schema.metadata)
+    return schema.empty_table()
+
+
+def _same(a: pa.DataType, b: pa.DataType) -> bool:
+    return bool(normalize_type(a) == normalize_type(b))
+
+
+def schema_diff(reference: pa.Schema, other: pa.Schema) -> list[str]:
+    """Human-readable differences between two schemas (ignoring null-typed columns)."""
+    lines: list[str] = []
+    ref = {f.name: f.type for f in reference}
+    oth = {f.name: f.type for f in other}
+    for name in sorted(set(ref) | set(oth)):
+        a, b = ref.get(name), oth.get(name)
+        if a is None and b is not None:
+            lines.append(f"column {name!r}: not in reference, {b} in new data")
+        elif b is None and a is not None:
+            lines.append(f"column {name!r}: {a} in reference, missing in new data")
+        elif a is not None and b is not None and not _same(a, b):
+            if pa.types.is_null(a) or pa.types.is_null(b):
+                continue
+            lines.append(f"column {name!r}: {a} in reference, {b} in new data")
+    return lines
+
+
+def compatible_merge(
+    reference: pa.Schema | None,
+    new: pa.Schema,
+    *,
+    dataset_uuid: str,
+    origin: str,
+    reference_origin: str = "dataset schema",
+) -> pa.Schema:
+    """Check that ``new`` is compatible with ``reference`` and return the merged schema.
+
+    Columns of arrow type ``null`` (all-None columns) are compatible with any type; the
+    merged schema takes the concrete type. Everything else must match after
+    normalisation.
+
+    Raises
+    ------
+    SchemaError
+        With the dataset, the origin of the offending data and a column-by-column diff.
+    """
+    if reference is None:
+        return new
+    diff = schema_diff(reference, new)
+    if diff:
+        details = "\n  ".join(diff)
+        raise SchemaError(
+            f"Schemas for dataset {dataset_uuid!r} are not compatible: {origin} differs "
+            f"from {reference_origin}:\n  {details}"
+        )
+    upgraded = False
+    fields = []
+    for f in reference:
+        nt = new.field(f.name).type
+        if pa.types.is_null(f.type) and not pa.types.is_null(nt):
+            fields.append(pa.field(f.name, nt))
+            upgraded = True
+        else:
+            fields.append(f)
+    if not upgraded:
+        return reference
+    merged = pa.schema(fields, metadata=reference.metadata)
+    meta = pandas_metadata(merged) or {}
+    new_records = {r["name"]: r for r in (pandas_metadata(new) or {}).get("columns", [])}
+    cols = meta.get("columns", [])
+    for i, rec in enumerate(cols):
+        if pa.types.is_null(reference.field(rec["name"]).type) and rec["name"] in new_records:
+            cols[i] = new_records[rec["name"]]
+    return merged.with_metadata({PANDAS_KEY: json.dumps(meta, sort_keys=True).encode()})

@@ -1,0 +1,127 @@
+"""Partition pruning: partition keys first, then secondary indices. Pure functions.
+
+A label survives a conjunction if its partition-key values satisfy the conjunction's
+literals on partition columns *and* every index-prunable literal's index lists the label.
+A literal that can match nulls is never used for index pruning, because indices do not
+hold nulls (the reference implementations lose null rows there). The union over the
+conjunctions survives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+
+from kartoframe.format.index import index_labels
+from kartoframe.format.naming import parse_label
+from kartoframe.format.values import parse_partition_value
+from kartoframe.plan.predicates import (
+    Literal,
+    Predicate,
+    can_match_null,
+    conjunction_expression,
+    literal_expression,
+)
+
+__all__ = ["PruneStats", "partition_values", "partition_values_table", "prune"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PruneStats:
+    """How many partitions each pruning stage kept."""
+
+    total: int
+    after_partition_keys: int
+    after_indices: int
+
+
+def partition_values(
+    label: str, partition_keys: Sequence[str], schema: pa.Schema
+) -> tuple[Any, ...]:
+    """Typed partition-key values of one label, in ``partition_keys`` order."""
+    if not partition_keys:
+        return ()
+    pairs = dict(parse_label(label, list(partition_keys)))
+    out = []
+    for k in partition_keys:
+        if k not in pairs:
+            from kartoframe.errors import CorruptMetadataError
+
+            raise CorruptMetadataError(f"Partition label {label!r} lacks partition key {k!r}.")
+        out.append(_parse_cached(pairs[k], schema.field(k).type, k))
+    return tuple(out)
+
+
+@lru_cache(maxsize=65536)
+def _parse_cached(text: str, arrow_type: pa.DataType, column: str) -> Any:
+    return parse_partition_value(text, arrow_type, column)
+
+
+def partition_values_table(
+    labels: Sequence[str], partition_keys: Sequence[str], schema: pa.Schema
+) -> pa.Table:
+    """A table with one row per label: ``__label__`` plus the typed key columns."""
+    rows = [partition_values(lb, partition_keys, schema) for lb in labels]
+    cols: dict[str, pa.Array] = {"__label__": pa.array(list(labels), type=pa.string())}
+    for i, k in enumerate(partition_keys):
+        cols[k] = pa.array([r[i] for r in rows], type=schema.field(k).type)
+    return pa.table(cols)
+
+
+def prune(
+    predicate: Predicate | None,
+    labels: Sequence[str],
+    partition_keys: Sequence[str],
+    schema: pa.Schema,
+    indices: Mapping[str, pa.Table],
+) -> tuple[list[str], PruneStats]:
+    """Return the labels (in input order) that may hold matching rows.
+
+    Parameters
+    ----------
+    predicate
+        Bound predicate or None.
+    labels
+        Candidate labels in header order.
+    partition_keys, schema
+        Used to type the values encoded in the labels.
+    indices
+        Loaded secondary indices (column -> index table); columns without a loaded
+        index are not used for pruning.
+    """
+    n = len(labels)
+    if predicate is None or n == 0:
+        return list(labels), PruneStats(n, n, n)
+    pk = set(partition_keys)
+    uses_keys = any(lit.column in pk for conj in predicate.conjunctions for lit in conj)
+    table = partition_values_table(labels, partition_keys, schema) if uses_keys else None
+    keep_keys: set[str] = set()
+    keep_all: set[str] = set()
+    for conj in predicate.conjunctions:
+        if table is not None:
+            expr = conjunction_expression(conj, pk)
+            cand = set(labels) if expr is None else set(table.filter(expr)["__label__"].to_pylist())
+        else:
+            cand = set(labels)
+        keep_keys |= cand
+        for lit in conj:
+            if not cand:
+                break
+            index = indices.get(lit.column)
+            if index is None or lit.column in pk or can_match_null(lit):
+                continue
+            cand &= index_labels(index, evaluate_mask(lit, index))
+        keep_all |= cand
+    kept = [lb for lb in labels if lb in keep_all]
+    after_keys = sum(1 for lb in labels if lb in keep_keys)
+    return kept, PruneStats(n, after_keys, len(kept))
+
+
+def evaluate_mask(lit: Literal, table: pa.Table) -> pa.ChunkedArray:
+    """Evaluate one literal over a table holding its column; returns a boolean mask."""
+    return ds.dataset(table).to_table(columns={"m": literal_expression(lit)})["m"]

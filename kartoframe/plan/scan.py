@@ -1,0 +1,214 @@
+"""Read planning: loaded dataset + query -> :class:`ScanPlan` (pure, no I/O)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kartoframe.errors import ColumnNotFoundError, InvalidInputError
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.index import index_from_embedded
+from kartoframe.plan.predicates import Literal, Predicate, bind, literal_expression, to_expression
+from kartoframe.plan.pruning import PruneStats, partition_values, prune
+
+__all__ = ["FilePart", "ReadTask", "ScanPlan", "plan_scan", "required_index_columns"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class FilePart:
+    """One data file to read and the partition values encoded in its key."""
+
+    label: str
+    key: str
+    partition_values: tuple[Any, ...]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ReadTask:
+    """The unit of work of every engine: some files, read and concatenated.
+
+    ``dispatch_values`` are the values of the ``dispatch_by`` columns for this group;
+    ``extra`` is an additional row filter (set when dispatching on a secondary-index
+    column, so each group receives only its rows).
+    """
+
+    files: tuple[FilePart, ...]
+    dispatch_values: tuple[tuple[str, Any], ...] = ()
+    extra: tuple[Literal, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class ScanPlan:
+    """A planned read. Engines only run it."""
+
+    dataset_uuid: str
+    table_name: str
+    schema: pa.Schema
+    partition_keys: tuple[str, ...]
+    columns: tuple[str, ...]
+    predicate: Predicate | None
+    tasks: tuple[ReadTask, ...]
+    categoricals: tuple[str, ...] = ()
+    dates_as_object: bool = True
+    stats: PruneStats = dataclasses.field(default_factory=lambda: PruneStats(0, 0, 0))
+
+    def output_schema(self) -> pa.Schema:
+        """Schema of the result (projection of the dataset schema, in output order)."""
+        return pa.schema(
+            [self.schema.field(c) for c in self.columns], metadata=self.schema.metadata
+        )
+
+    def filter_for(self, task: ReadTask) -> pc.Expression | None:
+        """Row filter of a task: the predicate and the task's extra literals."""
+        expr = to_expression(self.predicate)
+        for lit in task.extra:
+            e = literal_expression(lit)
+            expr = e if expr is None else (expr & e)
+        return expr
+
+
+def required_index_columns(
+    loaded: LoadedDataset, predicates: object, dispatch_by: Sequence[str] | None = None
+) -> set[str]:
+    """Secondary-index columns a query needs loaded (for pruning or dispatch)."""
+    pred = bind(predicates, loaded.schema) if predicates is not None else None
+    wanted = set(pred.columns) if pred else set()
+    wanted |= set(dispatch_by or ())
+    secondary = set(loaded.metadata.indices) | set(loaded.metadata.embedded_indices)
+    return wanted & secondary
+
+
+def _check_columns(names: Sequence[str], schema: pa.Schema, what: str) -> None:
+    missing = [c for c in names if c not in schema.names]
+    if missing:
+        raise ColumnNotFoundError(
+            f"{what} not found in the dataset: {missing} (columns: {schema.names})."
+        )
+
+
+def _indices(loaded: LoadedDataset) -> dict[str, pa.Table]:
+    out = dict(loaded.indices)
+    for col, emb in loaded.metadata.embedded_indices.items():
+        if col not in out and col in loaded.schema.names:
+            out[col] = index_from_embedded(col, loaded.schema.field(col).type, emb)
+    return out
+
+
+def plan_scan(
+    loaded: LoadedDataset,
+    *,
+    columns: Sequence[str] | None = None,
+    predicates: object = None,
+    dispatch_by: Sequence[str] | None = None,
+    categoricals: Sequence[str] | None = None,
+    dates_as_object: bool = True,
+    labels: Sequence[str] | None = None,
+) -> ScanPlan:
+    """Plan a read of a loaded dataset.
+
+    Parameters
+    ----------
+    loaded
+        Header, schema and the indices the predicates need.
+    columns
+        Projection in output order; None means all columns (partition keys first).
+    predicates
+        DNF predicates.
+    dispatch_by
+        None: one task per data file. ``[]``: one task for everything. A list of
+        indexed columns: one task per distinct value combination.
+    categoricals
+        Columns to return as ``pandas.Categorical``.
+    dates_as_object
+        Return ``date`` columns as ``datetime.date`` objects.
+    labels
+        Candidate labels (default: the header's, in header order).
+    """
+    md, schema = loaded.metadata, loaded.schema
+    if columns is not None:
+        if isinstance(columns, str):
+            raise InvalidInputError("columns must be a list of column names, not a string.")
+        _check_columns(list(columns), schema, "Columns")
+    out_cols = tuple(columns) if columns is not None else tuple(schema.names)
+    cats = tuple(categoricals or ())
+    _check_columns(cats, schema, "Categorical columns")
+    pred = bind(predicates, schema)
+    indices = _indices(loaded)
+    candidates = list(md.partitions) if labels is None else list(labels)
+    kept, stats = prune(pred, candidates, md.partition_keys, schema, indices)
+    pk = md.partition_keys
+    parts = [FilePart(lb, md.partitions[lb], partition_values(lb, pk, schema)) for lb in kept]
+    tasks = _dispatch(parts, dispatch_by, pk, schema, indices)
+    return ScanPlan(
+        dataset_uuid=md.uuid,
+        table_name=md.table_name,
+        schema=schema,
+        partition_keys=tuple(pk),
+        columns=out_cols,
+        predicate=pred,
+        tasks=tuple(tasks),
+        categoricals=cats,
+        dates_as_object=dates_as_object,
+        stats=stats,
+    )
+
+
+def _dispatch(
+    parts: list[FilePart],
+    dispatch_by: Sequence[str] | None,
+    partition_keys: Sequence[str],
+    schema: pa.Schema,
+    indices: dict[str, pa.Table],
+) -> list[ReadTask]:
+    if dispatch_by is None:
+        return [ReadTask((p,)) for p in parts]
+    dispatch = list(dispatch_by)
+    if not dispatch:
+        return [ReadTask(tuple(parts))] if parts else []
+    not_indexed = [c for c in dispatch if c not in partition_keys and c not in indices]
+    if not_indexed:
+        raise InvalidInputError(
+            f"Dispatch columns must be indexed (partition keys or secondary indices): "
+            f"{not_indexed}."
+        )
+    pk_pos = {k: i for i, k in enumerate(partition_keys)}
+    label_values: dict[str, dict[str, list[Any]]] = {}
+    for col in dispatch:
+        if col in pk_pos:
+            continue
+        exploded: dict[str, list[Any]] = {}
+        idx = indices[col]
+        values = idx.column(0).to_pylist()
+        for v, labels in zip(values, idx.column(1).to_pylist()):
+            for lb in labels:
+                exploded.setdefault(lb, []).append(v)
+        label_values[col] = exploded
+    groups: dict[tuple[Any, ...], list[FilePart]] = {}
+    for p in parts:
+        combos: list[tuple[Any, ...]] = [()]
+        for col in dispatch:
+            if col in pk_pos:
+                vals = [p.partition_values[pk_pos[col]]]
+            else:
+                vals = label_values[col].get(p.label, [])
+            combos = [(*c, v) for c in combos for v in vals]
+        for combo in combos:
+            groups.setdefault(combo, []).append(p)
+    ordered = sorted(groups.items(), key=lambda kv: _sort_key(kv[0]))
+    tasks = []
+    for combo, files in ordered:
+        extra = tuple(
+            Literal(col, "==", v, schema.field(col).type)
+            for col, v in zip(dispatch, combo)
+            if col not in pk_pos
+        )
+        tasks.append(ReadTask(tuple(files), tuple(zip(dispatch, combo)), extra))
+    return tasks
+
+
+def _sort_key(combo: tuple[Any, ...]) -> tuple[Any, ...]:
+    return tuple((type(v).__name__, v) for v in combo)
