@@ -1,0 +1,76 @@
+"""Shared fixtures: stores (local folder, memory, S3-compatible server on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+import kartoframe as kf
+
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.fixture
+def file_store(tmp_path) -> kf.Store:
+    """A fresh local-folder store."""
+    return kf.Store(f"file://{tmp_path}/store")
+
+
+@pytest.fixture
+def memory_store() -> Iterator[kf.Store]:
+    """A fresh in-memory store (removed afterwards)."""
+    store = kf.Store(f"memory://kf-test-{uuid.uuid4().hex}")
+    yield store
+    store.fs.rm(store.path("x").rsplit("/", 1)[0], recursive=True) if store.fs.exists(
+        store.path("x").rsplit("/", 1)[0]
+    ) else None
+
+
+@pytest.fixture(params=["file", "memory"])
+def store(request, tmp_path) -> kf.Store:
+    """Each test runs on a local folder and on memory://."""
+    if request.param == "file":
+        return kf.Store(f"file://{tmp_path}/store")
+    return kf.Store(f"memory://kf-test-{uuid.uuid4().hex}")
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[str]:
+    """An S3-compatible server (moto) on 127.0.0.1; yields its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3_store(s3_server) -> kf.Store:
+    """A fresh bucket on the S3 server, as a kartoframe Store."""
+    import boto3
+
+    bucket = f"kf-{uuid.uuid4().hex[:20]}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=s3_server,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    client.create_bucket(Bucket=bucket)
+    return kf.Store(
+        f"s3://{bucket}/root",
+        key="testing",
+        secret="testing",
+        client_kwargs={"endpoint_url": s3_server},
+        skip_instance_cache=True,
+    )
