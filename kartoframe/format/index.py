@@ -11,6 +11,7 @@ import io
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -38,10 +39,8 @@ def check_indexable(column: str, arrow_type: pa.DataType) -> None:
     if column == PARTITION_COLUMN:
         raise InvalidInputError("A secondary index on a column named 'partition' is not possible.")
     t = normalize_type(arrow_type)
-    if pa.types.is_null(t) or pa.types.is_nested(t):
-        raise InvalidInputError(
-            f"Column {column!r} of type {arrow_type} cannot be indexed (nested or null type)."
-        )
+    if pa.types.is_nested(t):
+        raise InvalidInputError(f"Column {column!r} of type {arrow_type} cannot be indexed.")
 
 
 def empty_index(column: str, arrow_type: pa.DataType) -> pa.Table:
@@ -77,11 +76,28 @@ def build_index(column: str, arrow_type: pa.DataType, pairs: Sequence[pa.Table])
 
 
 def _group(column: str, pairs: pa.Table) -> pa.Table:
-    grouped = pairs.group_by(column, use_threads=False).aggregate([("label", "distinct")])
+    """Group ``(value, label)`` pairs into one row per value with its list of labels.
+
+    Sort-based (pairs are unique per label and value), which is several times faster
+    than a hash aggregation with ``distinct``.
+    """
+    if pairs.num_rows == 0:
+        return empty_index(column, pairs.schema.field(column).type)
+    order = pc.sort_indices(pairs, sort_keys=[(column, "ascending")])
+    values = pairs[column].take(order).combine_chunks()
+    labels = pairs["label"].take(order).combine_chunks()
+    n = len(values)
+    if n > 1:
+        change = pc.not_equal(values.slice(1), values.slice(0, n - 1))
+        starts = np.flatnonzero(change.to_numpy(zero_copy_only=False)) + 1
+    else:
+        starts = np.array([], dtype=np.int64)
+    offsets = np.concatenate([[0], starts, [n]]).astype(np.int32)
+    firsts = pa.array(offsets[:-1].astype(np.int64))
     return pa.table(
         {
-            column: grouped[column],
-            PARTITION_COLUMN: grouped["label_distinct"].cast(pa.list_(pa.string())),
+            column: values.take(firsts),
+            PARTITION_COLUMN: pa.ListArray.from_arrays(pa.array(offsets), labels.cast(pa.string())),
         }
     )
 
@@ -105,6 +121,9 @@ def merge_index(
     if len(remove) == 0 and not add:
         return index
     t = index.schema.field(column).type
+    if pa.types.is_null(t) and add:
+        t = add[0].schema.field(column).type
+        index = index.cast(pa.schema([(column, t), (PARTITION_COLUMN, pa.list_(pa.string()))]))
     pairs = _explode(column, index)
     if len(remove):
         pairs = pairs.filter(pc.invert(pc.is_in(pairs["label"], value_set=remove)))

@@ -34,7 +34,9 @@ def all_types_frame(n: int = 12) -> pd.DataFrame:
             "s": [None if i % 5 == 0 else f"s{i}" for i in range(n)],
             "d": [dt.date(2020, 1, 1) + dt.timedelta(days=i) for i in range(n)],
             "ts": pd.date_range("2021-01-01", periods=n, freq="h").as_unit("us"),
-            "tz": pd.date_range("2021-01-01", periods=n, freq="h", tz="Europe/Berlin").as_unit("us"),
+            "tz": pd.date_range("2021-01-01", periods=n, freq="h", tz="Europe/Berlin").as_unit(
+                "us"
+            ),
             "cat": pd.Categorical(["x", "y", "z"] * (n // 3)),
         }
     )
