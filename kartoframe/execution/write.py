@@ -108,20 +108,24 @@ def write_chunk(
     sort_partitions_by: Sequence[str] = (),
     origin: str = "",
     max_workers: int = 4,
+    file_uuid: str | None = None,
 ) -> ChunkResult:
     """Write one input frame as data files (no header change).
 
     ``df`` may be a pandas DataFrame or a pyarrow Table. Partition columns are removed
-    from the files; nulls in them are refused. Files get fresh uuid names.
+    from the files; nulls in them are refused. Files get fresh uuid names (or
+    ``file_uuid``, which must be unique per call: the Spark engine prefixes it with a
+    job id so that a failed job can find and remove its files).
     """
     serializer = serializer or ParquetSerializer()
     table = df if isinstance(df, pa.Table) else frame_to_table(df, what=origin or "DataFrame")
-    schema = normalize_schema(table.schema, partition_on) if partition_on else None
     check_write_columns(table.schema, partition_on, index_columns, what=origin or "the data")
-    if schema is None:
-        schema = normalize_schema(table.schema, ())
+    schema = normalize_schema(table.schema, partition_on)
     slices = split_partitions(
-        table, partition_on, file_uuid=new_file_uuid(), sort_by=list(sort_partitions_by)
+        table,
+        partition_on,
+        file_uuid=file_uuid or new_file_uuid(),
+        sort_by=list(sort_partitions_by),
     )
     written: list[WrittenPartition] = []
     keys: list[str] = []

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -115,8 +116,9 @@ def _restore_units(df: pd.DataFrame, records: dict[str, dict[str, Any]]) -> pd.D
         if isinstance(dtype, pd.DatetimeTZDtype):
             if dtype.unit != unit:
                 df[name] = col.dt.as_unit(unit)
-        elif str(dtype).startswith("datetime64[") and getattr(dtype, "unit", unit) != unit:
-            df[name] = col.dt.as_unit(unit)
+        elif isinstance(dtype, np.dtype) and dtype.kind == "M":
+            if np.datetime_data(dtype)[0] != unit:
+                df[name] = col.dt.as_unit(unit)
     return df
 
 
@@ -140,6 +142,8 @@ def table_to_frame(
     dates_as_object
         ``date`` columns as ``datetime.date`` objects (else ``datetime64``).
     """
+    if table.num_columns == 0:
+        return pd.DataFrame(index=pd.RangeIndex(table.num_rows))
     meta = pandas_metadata(schema) or {}
     records = {r["name"]: r for r in meta.get("columns", []) if isinstance(r, dict)}
     names = table.column_names
@@ -154,6 +158,4 @@ def table_to_frame(
             idx = names.index(c)
             table = table.set_column(idx, c, pc.dictionary_encode(col))
     df = table.to_pandas(date_as_object=dates_as_object, split_blocks=True, self_destruct=False)
-    if df.columns.dtype != object and len(df.columns) == 0:
-        df.columns = pd.Index([], dtype=object)
     return _restore_units(df, records)

@@ -190,6 +190,14 @@ def metadata_from_dict(
         if isinstance(ref, str):
             indices[col] = check_key_inside(ref, dataset_uuid)
         elif isinstance(ref, dict):
+            for labels in ref.values():
+                _expect(
+                    isinstance(labels, list) and all(isinstance(x, str) for x in labels),
+                    dataset_uuid,
+                    f"indices.{col}",
+                    "a map of value -> list of partition labels",
+                    labels,
+                )
             embedded[col] = {v: list(labels) for v, labels in ref.items()}
         else:
             _expect(False, dataset_uuid, f"indices.{col}", "a storage key or a map", ref)
@@ -273,11 +281,23 @@ def decode_header(
         if storage_format == "json":
             raw = orjson.loads(data)
         else:
+            # a frame declaring its size is decompressed into a buffer of that size,
+            # ignoring max_output_size: check the declared size first
+            declared = zstandard.get_frame_parameters(data).content_size
+            if declared != zstandard.CONTENTSIZE_UNKNOWN and declared > MAX_HEADER_BYTES:
+                limit = MAX_HEADER_BYTES
+                raise ValueError(f"it declares {declared} bytes, over the {limit}-byte limit")
             raw_bytes = zstandard.ZstdDecompressor().decompress(
                 data, max_output_size=MAX_HEADER_BYTES
             )
             raw = msgpack.unpackb(raw_bytes, raw=False, strict_map_key=False)
-    except (orjson.JSONDecodeError, zstandard.ZstdError, ValueError, msgpack.UnpackException) as e:
+    except (
+        orjson.JSONDecodeError,
+        zstandard.ZstdError,
+        ValueError,
+        TypeError,  # msgpack: unhashable map key
+        msgpack.UnpackException,
+    ) as e:
         raise CorruptMetadataError(
             f"Cannot decode the {storage_format} header of dataset {dataset_uuid!r}: {e}"
         ) from e

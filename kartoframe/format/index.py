@@ -153,16 +153,26 @@ def index_from_bytes(data: bytes, column: str, origin: str = "") -> pa.Table:
     Raises
     ------
     CorruptMetadataError
-        If the file is not Parquet or lacks the expected columns.
+        If the file is not Parquet, lacks the expected columns or has unusable types.
     """
     try:
-        table = pq.read_table(pa.BufferReader(data))
-    except (pa.ArrowException, OSError) as e:
+        return _index_from_bytes(data, column, origin)
+    except CorruptMetadataError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as e:
+        # ValueError covers UnicodeDecodeError from corrupt names in the Parquet schema
         raise CorruptMetadataError(f"Cannot read index file {origin}: {e}") from e
-    if column not in table.column_names or PARTITION_COLUMN not in table.column_names:
+
+
+def _index_from_bytes(data: bytes, column: str, origin: str) -> pa.Table:
+    table = pq.read_table(pa.BufferReader(data))
+    names = table.column_names
+    if len(set(names)) != len(names):
+        raise CorruptMetadataError(f"Index file {origin} has duplicate columns: {names}.")
+    if column not in names or PARTITION_COLUMN not in names:
         raise CorruptMetadataError(
             f"Index file {origin} must have columns {column!r} and {PARTITION_COLUMN!r}, "
-            f"has {table.column_names}."
+            f"has {names}."
         )
     vt = table.schema.field(column).type
     pt = table.schema.field(PARTITION_COLUMN).type
