@@ -116,9 +116,10 @@ def _restore_units(df: pd.DataFrame, records: dict[str, dict[str, Any]]) -> pd.D
         if isinstance(dtype, pd.DatetimeTZDtype):
             if dtype.unit != unit:
                 df[name] = col.dt.as_unit(unit)
-        elif isinstance(dtype, np.dtype) and dtype.kind == "M":
-            if np.datetime_data(dtype)[0] != unit:
-                df[name] = col.dt.as_unit(unit)
+        elif (
+            isinstance(dtype, np.dtype) and dtype.kind == "M" and np.datetime_data(dtype)[0] != unit
+        ):
+            df[name] = col.dt.as_unit(unit)
     return df
 
 

@@ -96,7 +96,11 @@ def test_update_with_delete_scope_and_indices(store) -> None:
     md = kf.read_dataset_metadata("ds", store)
     assert md.metadata == {"creation_time": created, "owner": "me", "note": "x"}
     # the index was maintained: k1 exists in old p=0 rows (v=4) and new rows (v=100, 103)
-    assert sorted(kf.read_table("ds", store, predicates=[[("k", "==", "k1")]])["v"]) == [4, 100, 103]
+    assert sorted(kf.read_table("ds", store, predicates=[[("k", "==", "k1")]])["v"]) == [
+        4,
+        100,
+        103,
+    ]
     idx = md.load_index("k")
     labels = {lb for lbs in idx["partition"] for lb in lbs}
     assert labels <= set(md.partitions)
@@ -238,7 +242,9 @@ def test_failed_write_leaves_dataset_unchanged(store) -> None:
     assert sorted(store.iter_keys("ds")) == keys_before
     with pytest.raises(kf.NullPartitionValueError):
         kf.update_dataset_from_dataframes(
-            [frame().assign(p=pd.array([1, None] * 3, dtype="Int64"))], store=store, dataset_uuid="ds"
+            [frame().assign(p=pd.array([1, None] * 3, dtype="Int64"))],
+            store=store,
+            dataset_uuid="ds",
         )
     assert header_bytes(store) == before
     assert sorted(kf.read_table("ds", store)["v"]) == list(range(6))
