@@ -115,19 +115,27 @@ def split_partitions(
     if table.num_rows == 0:
         return []
     codes = np.zeros(table.num_rows, dtype=np.int64)
-    dicts = []
+    n_codes = 1
     for c in partition_on:
         col_codes, dictionary = _codes(table[c])
         codes = codes * len(dictionary) + col_codes
-        dicts.append(dictionary)
-    uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-    order = np.argsort(inverse, kind="stable")
-    counts = np.bincount(inverse, minlength=len(uniq))
+        n_codes *= len(dictionary)
+    if n_codes <= 1 << 16:
+        # dense codes: counting sort (numpy's stable sort is a radix sort for <= 16 bits)
+        order = np.argsort(codes.astype(np.uint16), kind="stable")
+        counts_all = np.bincount(codes, minlength=n_codes)
+        present = np.flatnonzero(counts_all)
+        counts = counts_all[present]
+    else:
+        present, inverse = np.unique(codes, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        counts = np.bincount(inverse, minlength=len(present))
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    first = order[offsets[:-1]]
     data_cols = [c for c in table.column_names if c not in partition_on]
     body = table.select(data_cols).take(pa.array(order))
     # groups in order of first appearance, as plateau does
     appearance = np.argsort(first, kind="stable")
-    offsets = np.concatenate([[0], np.cumsum(counts)])
     out = []
     key_rows = table.select(list(partition_on)).take(pa.array(first[appearance]))
     key_values = [key_rows[c].to_pylist() for c in partition_on]
