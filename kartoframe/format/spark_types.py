@@ -284,13 +284,13 @@ def to_spark_table(
     SchemaError
         Nanosecond timestamps that are not whole microseconds (unless truncating).
     """
-    cols = [
-        _cast(table.column(f.name), f.type, f.name, truncate_timestamps) for f in schema
-    ]
+    cols = [_cast(table.column(f.name), f.type, f.name, truncate_timestamps) for f in schema]
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def from_spark_table(table: pa.Table, timezones: Mapping[str, str | None] | None = None) -> pa.Table:
+def from_spark_table(
+    table: pa.Table, timezones: Mapping[str, str | None] | None = None
+) -> pa.Table:
     """Normalise an Arrow table produced by Spark before kartoframe stores it.
 
     Spark labels instants with the session time zone; they are stored as UTC, or in the
@@ -360,7 +360,7 @@ def spark_unescape(component: str) -> str:
 
 
 _INT_RE = re.compile(r"[+-]?\d{1,18}")
-_UINT_RE = re.compile(r"\d{1,19}")
+_UINT_RE = re.compile(r"\d{1,20}")
 _FLOAT_RE = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d{1,3})?")
 _DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _TS_RE = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?")
