@@ -35,16 +35,26 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP) java
+# A separate environment with kartothek 5.3 (pyarrow 10, pandas 1.5) for the interop tests
+# that let the reference implementation query cubes written by kartoframe.
+KT53 := .venv-kartothek53/bin/python
+$(KT53): tests/golden/make_kartothek53_env.sh
+	bash tests/golden/make_kartothek53_env.sh
+
+pytest: $(STAMP) java $(KT53)
 	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test: lint typecheck pytest
+test: lint typecheck docs pytest
+
+# The HTML documentation (Sphinx + MyST); every warning is an error.
+docs: $(STAMP)
+	$(BIN)/sphinx-build -W --keep-going -q -b html docs docs/_build/html
 
 compare: $(STAMP)
 	$(BIN)/python asv_benchmarks/compare.py
 
 bench: $(STAMP)
-	cd asv_benchmarks && ../$(BIN)/asv run --python=same --quick
+	cd asv_benchmarks && ../$(BIN)/asv machine --yes >/dev/null && ../$(BIN)/asv run --python=same --quick
 
 clean:
 	rm -rf demo-data bench-data .pytest_cache .mypy_cache .ruff_cache

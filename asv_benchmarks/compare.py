@@ -134,6 +134,8 @@ class ScenarioResult:
     params: dict[str, Any]
     rows: int | None
     measurements: dict[str, Measurement]
+    #: 1-minute load average after the scenario (this process contributes up to ~2).
+    loadavg: float | None = None
 
 
 class Harness:
@@ -230,7 +232,7 @@ class Harness:
             if line:
                 self.log(f"   {kind}: " + " | ".join(line))
         gc.collect()
-        res = ScenarioResult(name, title, params, rows, meas)
+        res = ScenarioResult(name, title, params, rows, meas, loadavg=_loadavg())
         self.results.append(res)
         self.print_scenario(res)
         return res
@@ -250,6 +252,12 @@ class Harness:
             self.log(
                 f"   {m.label:<20}{m.median:9.3f}s{min(m.times):8.3f}s{max(m.times):8.3f}s"
                 f"{rate}{rel}{note}"
+            )
+
+        if _busy(res.loadavg):
+            self.log(
+                f"   WARNING: load average {res.loadavg:.1f} on {os.cpu_count()} CPUs: other "
+                "processes compete for the CPU, these timings are unreliable"
             )
 
     def _skipped(self, system: str, exc: BaseException, label: str | None = None) -> Measurement:
@@ -507,6 +515,18 @@ def _graph_builder(adapter: System, root: Path, calls: list[float]) -> Callable[
     return run
 
 
+def _loadavg() -> float | None:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # pragma: no cover - not available on this platform
+        return None
+
+
+def _busy(load: float | None) -> bool:
+    """True if the load clearly exceeds what this (at most 2-threaded) process causes."""
+    return load is not None and load > (os.cpu_count() or 1) + 1.0
+
+
 def _check_partition_count(header: Any, expected: int) -> str | None:
     parts = getattr(header, "partitions", None)
     if parts is None and isinstance(header, dict):
@@ -725,9 +745,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.no_hygiene:
         ensure_hygiene(argv)
     sys.path.insert(0, str(HERE))
+    import systems
+
+    kf_origin = systems.use_checkout_kartoframe()
     args.data_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
     env = {k: os.environ.get(k) for k in HYGIENE_ENV}
+    load = _loadavg()
+    if _busy(load):
+        print(f"WARNING: load average {load:.1f} before starting: the machine is busy")
     print(
         f"kartoframe comparison | data: {args.data_dir} | repeat {args.repeat} "
         f"(+{args.warmup} warm-up) | {os.cpu_count()} CPUs | {env}",
@@ -735,6 +761,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     versions = _versions()
     print("versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()), flush=True)
+    print(f"kartoframe loaded from: {kf_origin}", flush=True)
     with _quiet_warnings():
         h = Harness(args)
         for name in SCENARIOS:
@@ -742,6 +769,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 getattr(h, f"scenario_{name}")()
     checks = evaluate_checks(h.results)
     print_checks(checks)
+    busy = [r.name for r in h.results if _busy(r.loadavg)]
+    if busy:
+        print(f"\nWARNING: the machine was busy during {', '.join(busy)}: re-run those when idle.")
     elapsed = time.time() - started
     print(f"\ntotal {elapsed:.0f}s", flush=True)
     if args.json:
@@ -755,6 +785,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "cpu_count": os.cpu_count(),
                 "platform": platform.platform(),
                 "env": env,
+                "kartoframe_origin": kf_origin,
             },
             "scenarios": [
                 {**asdict(r), "measurements": [asdict(m) for m in r.measurements.values()]}

@@ -12,7 +12,7 @@ column     dtype                content
 country    ``str``              ISO-like code; 25 real codes, synthetic ``Zxx`` beyond
 month      ``str``              ``"YYYY-MM"``; the last month is always ``2024-08``
 date       ``datetime64[ns]``   a day inside ``month`` (midnight)
-product_id ``int64``            ~2,000 products, each sold in ~3 countries
+product_id ``int64``            ~2,000 products, Zipf popularity, 30-100 % coverage
 store_id   ``int32``            ``country_index * 1000 + local store number``
 units      ``int16``            1 + geometric, capped at 50
 price      ``float64``          per-product list price with ±5 % noise, in cents
@@ -27,9 +27,12 @@ Design choices that matter for the benchmarks:
   partition count.
 * Country sizes follow a Zipf-like law (big and small markets) and months a mild seasonality,
   so partitions have realistically uneven sizes.
-* Each product is sold in about three countries chosen at random ("regional assortment"), so
-  product ids of a partition are scattered over the whole id range: min/max statistics cannot
-  prune, a secondary index can (an equality predicate hits ~3 countries x all months).
+* Products have a global, Zipf-like popularity and each is listed in a random 30-100 % of the
+  countries; ids are not ordered by popularity or region. A 25,000-row partition therefore
+  holds most of the catalogue (a large secondary index: ~1,500 distinct products per
+  partition), ids of a partition span the whole id range (min/max statistics cannot prune),
+  and on a fine grid (10,000 partitions of ~100 rows) an equality predicate on a typical
+  product hits only a few per cent of the partitions, which an index can exploit.
 * Rows are ordered by ``date`` (the order in which a daily ETL would append them), not by
   partition.
 
@@ -50,7 +53,7 @@ import pandas as pd
 import pyarrow as pa
 
 #: Bump when the generated data changes, so every on-disk cache keyed on it is invalidated.
-DATAGEN_VERSION = 1
+DATAGEN_VERSION = 2
 
 #: Default grid: 25 countries x 8 months = 200 partitions.
 DEFAULT_COUNTRIES = 25
@@ -72,8 +75,10 @@ CHANNELS: tuple[str, ...] = ("store", "online", "app", "marketplace")
 CHANNEL_WEIGHTS: tuple[float, ...] = (0.55, 0.30, 0.10, 0.05)
 #: The last month of every grid, so the default 8-month grid is 2024-01 .. 2024-08.
 LAST_MONTH = (2024, 8)
-#: Number of countries a product is sold in (before de-duplication).
-COUNTRIES_PER_PRODUCT = 3
+#: Zipf-like exponent of the global product popularity.
+POPULARITY_EXPONENT = 0.7
+#: Each product is listed in a uniformly drawn fraction of the countries in this range.
+COVERAGE_RANGE: tuple[float, float] = (0.3, 1.0)
 
 
 def country_codes(n: int) -> list[str]:
@@ -117,33 +122,34 @@ def partition_grid(n_partitions: int) -> tuple[int, int]:
 def _assortments(
     rng: np.random.Generator, n_countries: int, n_products: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Assign every product to ~3 random countries; return CSR ``(offsets, products)``.
+    """Draw the product assortment of every country.
 
-    Each country also receives product ``c % n_products`` so that no country is empty.
-    Within a country products are shuffled; the position in that order defines popularity.
+    Product ``p`` has a global popularity weight (Zipf-like, exponent
+    :data:`POPULARITY_EXPONENT`, ranks randomly permuted so that popularity is not ordered by
+    id) and is listed in a random fraction (uniform in :data:`COVERAGE_RANGE`) of the
+    countries. Every country lists at least product ``c % n_products``.
+
+    Returns
+    -------
+    keys, products
+        Flat arrays sorted by country; ``keys[i] = country + cumulative weight of the product
+        within its country's assortment`` (in ``(c, c + 1]``), so that
+        ``products[searchsorted(keys, c + u)]`` draws from country ``c`` with ``u ~ U[0, 1)``.
     """
-    per = min(COUNTRIES_PER_PRODUCT, n_countries)
-    # argsort of random keys gives ``per`` distinct countries per product without a Python loop
-    # for small grids; for large grids draw with replacement (duplicates removed below).
-    if n_countries <= 4096:
-        keys = rng.random((n_products, n_countries))
-        chosen = np.argsort(keys, axis=1)[:, :per]
-    else:
-        chosen = rng.integers(0, n_countries, size=(n_products, per))
-    prod = np.repeat(np.arange(n_products, dtype=np.int64), per)
-    ctry = chosen.reshape(-1).astype(np.int64)
-    extra_c = np.arange(n_countries, dtype=np.int64)
-    prod = np.concatenate([prod, extra_c % n_products])
-    ctry = np.concatenate([ctry, extra_c])
-    pairs = np.unique(ctry * n_products + prod)
-    ctry, prod = np.divmod(pairs, n_products)
-    # shuffle within each country: sort by (country, random key)
-    order = np.lexsort((rng.random(len(prod)), ctry))
-    prod = prod[order]
-    counts = np.bincount(ctry, minlength=n_countries)
-    offsets = np.zeros(n_countries + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    return offsets, prod
+    weight = 1.0 / rng.permutation(np.arange(1, n_products + 1)) ** POPULARITY_EXPONENT
+    coverage = rng.uniform(*COVERAGE_RANGE, size=n_products)
+    listed = rng.random((n_countries, n_products)) < coverage
+    listed[np.arange(n_countries), np.arange(n_countries) % n_products] = True
+    ctry, prod = np.nonzero(listed)  # row-major: sorted by country, then product id
+    w = weight[prod]
+    cum = np.cumsum(w)
+    seg_start = np.searchsorted(ctry, np.arange(n_countries))
+    seg_end = np.append(seg_start[1:], len(ctry))
+    before = np.concatenate([[0.0], cum])[seg_start]
+    total = cum[seg_end - 1] - before
+    keys = ctry + (cum - before[ctry]) / total[ctry]
+    keys[seg_end - 1] = np.arange(1, n_countries + 1)  # exact upper bound of every segment
+    return keys, prod
 
 
 def sales_table(
@@ -195,11 +201,10 @@ def sales_table(
     ).astype(np.int64)
     day = month_start[m_idx] + (rng.random(n_rows) * month_days[m_idx]).astype("timedelta64[D]")
 
-    # --- products: popularity-skewed pick from the country's assortment ---------------------
-    offsets, assortment = _assortments(rng, n_countries, n_products)
-    sizes = offsets[1:] - offsets[:-1]
-    pos = (rng.random(n_rows) ** 2 * sizes[c_idx]).astype(np.int64)
-    product_id = assortment[offsets[c_idx] + pos]
+    # --- products: popularity-weighted pick from the country's assortment -------------------
+    keys, assortment = _assortments(rng, n_countries, n_products)
+    pos = np.searchsorted(keys, c_idx + rng.random(n_rows), side="right")
+    product_id = assortment[pos]
 
     # --- measures ---------------------------------------------------------------------------
     base_price = np.round(np.exp(rng.normal(2.7, 0.8, size=n_products)), 2) + 0.49
@@ -290,8 +295,9 @@ def synthesize_header(header: dict[str, Any], n_partitions: int, seed: int = 0) 
     """Return a copy of a real v4 header whose ``partitions`` list ``n_partitions`` entries.
 
     The real partitions come first (their files exist); synthetic ones follow, using the same
-    label pattern (``country=XX/month=YYYY-MM/<32 hex>``) and the same storage-key layout
-    (``<uuid>/<table>/<label>.parquet``) but pointing at files that do not exist. Opening the
+    label pattern (``country=XX/month=YYYY-MM/<32 hex>``) and the storage-key layout of the
+    first real partition (plateau: ``<uuid>/<table>/<label>.parquet``) but pointing at files
+    that do not exist. Opening the
     header or building a dask graph must not read data files, so this is a faithful and cheap
     stand-in for a dataset with ``n_partitions`` partitions. Indices, schema references and
     user metadata are kept unchanged.
@@ -301,7 +307,11 @@ def synthesize_header(header: dict[str, Any], n_partitions: int, seed: int = 0) 
         raise ValueError("the template header has no partitions")
     first_label, first = next(iter(partitions.items()))
     table = next(iter(first["files"]))
-    prefix = first["files"][table][: -len(first_label + ".parquet")]
+    directory, _, file_id = first_label.rpartition("/")
+    template = first["files"][table]
+    if directory not in template or file_id not in template:
+        raise ValueError(f"cannot derive a storage-key pattern from {first_label!r}: {template!r}")
+    template = template.replace(directory, "\0dir\0", 1).replace(file_id, "\0id\0", 1)
     keys = list(header.get("partition_keys") or PARTITION_COLUMNS)
     if len(keys) != 2:
         raise ValueError(f"expected two partition keys (country, month), got {keys}")
@@ -315,9 +325,10 @@ def synthesize_header(header: dict[str, Any], n_partitions: int, seed: int = 0) 
         for m in months:
             if len(partitions) >= n_partitions:
                 break
-            label = f"{keys[0]}={c}/{keys[1]}={m}/{hexes[i]}"
+            directory = f"{keys[0]}={c}/{keys[1]}={m}"
+            key = template.replace("\0dir\0", directory).replace("\0id\0", hexes[i])
+            partitions[f"{directory}/{hexes[i]}"] = {"files": {table: key}}
             i += 1
-            partitions[label] = {"files": {table: f"{prefix}{label}.parquet"}}
     out = dict(header)
     out["partitions"] = partitions
     return out

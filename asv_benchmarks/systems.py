@@ -20,8 +20,10 @@ lazily inside the methods: the asv suite only needs kartoframe.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,7 @@ import datagen
 import numpy as np
 import pandas as pd
 
+REPO = Path(__file__).resolve().parent.parent
 UUID = datagen.DATASET_UUID
 PARTITION_ON = list(datagen.PARTITION_COLUMNS)
 INDEX = datagen.INDEX_COLUMN
@@ -48,6 +51,24 @@ class Unavailable(Exception):
 # --------------------------------------------------------------------------------------------
 # kartoframe lookup
 # --------------------------------------------------------------------------------------------
+
+
+def use_checkout_kartoframe(repo: Path = REPO) -> str:
+    """Make ``import kartoframe`` load the package of this checkout; return where it loads from.
+
+    An editable install made while ``kartoframe/`` had no ``__init__.py`` registers it as a
+    namespace package, which imports as an empty module (every function would look missing)
+    unless the repository root is on ``sys.path``. If some regular ``kartoframe`` package is
+    already importable (an installed wheel, or a ``PYTHONPATH`` override) it is left alone.
+    """
+    if "kartoframe" not in sys.modules:
+        spec = importlib.util.find_spec("kartoframe")
+        if spec is None or spec.origin is None:  # missing, or a namespace package
+            if (repo / "kartoframe" / "__init__.py").exists() and str(repo) not in sys.path:
+                sys.path.insert(1, str(repo))
+            importlib.invalidate_caches()
+    spec = importlib.util.find_spec("kartoframe")
+    return str(spec.origin) if spec and spec.origin else "not importable as a package"
 
 
 def kf_function(name: str) -> Callable[..., Any]:
@@ -80,12 +101,12 @@ def kartoframe_fingerprint() -> str:
         import kartoframe
     except ImportError as exc:
         raise Unavailable(f"cannot import kartoframe: {exc}") from exc
-    version = getattr(kartoframe, "__version__", "?")
-    root = Path(kartoframe.__file__ or ".").parent
+    version = str(getattr(kartoframe, "__version__", "?"))
     h = hashlib.sha1(version.encode())
-    for p in sorted(root.rglob("*.py")):
-        st = p.stat()
-        h.update(f"{p.relative_to(root)}:{st.st_size}:{st.st_mtime_ns};".encode())
+    for root in sorted({Path(p) for p in getattr(kartoframe, "__path__", []) if Path(p).is_dir()}):
+        for p in sorted(root.rglob("*.py")):
+            st = p.stat()
+            h.update(f"{p}:{st.st_size}:{st.st_mtime_ns};".encode())
     return f"{version}+{h.hexdigest()[:12]}"
 
 

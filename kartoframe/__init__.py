@@ -12,6 +12,33 @@ matter of changing the import::
 
 from __future__ import annotations
 
+from kartoframe.api import accessor as _accessor  # noqa: F401  (registers df.karto)
+from kartoframe.api.copy import copy_dataset
+from kartoframe.api.cube import (
+    append_to_cube,
+    build_cube,
+    discover_cube,
+    discover_datasets,
+    discover_datasets_unchecked,
+    extend_cube,
+    query_cube,
+    query_cube_dataframe,
+    remove_partitions,
+    update_cube,
+)
+from kartoframe.api.cube_admin import cleanup_cube, collect_stats, copy_cube, delete_cube
+from kartoframe.api.cube_dask import (
+    append_to_cube_from_dataframe,
+    build_cube_from_dataframe,
+    extend_cube_from_dataframe,
+    update_cube_from_dataframe,
+)
+from kartoframe.api.dask import (
+    read_dataset_as_ddf,
+    store_dataset_from_ddf,
+    update_dataset_from_ddf,
+)
+from kartoframe.api.history import CommitRecord, dataset_history, vacuum_dataset
 from kartoframe.api.maintenance import (
     build_dataset_indices,
     delete_dataset,
@@ -24,6 +51,9 @@ from kartoframe.api.read import (
     read_dataset_metadata,
     read_table,
 )
+from kartoframe.api.schema import SchemaEvent, read_dataset_schema, schema_history
+from kartoframe.api.statistics import build_dataset_statistics, dataset_statistics
+from kartoframe.api.stats import collect_dataset_metadata, hash_dataset
 from kartoframe.api.write import (
     DatasetMetadataResult,
     MetaPartition,
@@ -56,6 +86,8 @@ from kartoframe.errors import (
     UnsupportedVersionError,
 )
 from kartoframe.execution.write import ParquetSerializer
+from kartoframe.format.cube import Cube
+from kartoframe.plan.conditions import C, Condition, Conjunction
 from kartoframe.storage.store import Store
 
 __version__ = "0.1.0"
@@ -86,17 +118,53 @@ __all__ = [
     "UnsupportedVersionError",
     "__version__",
     "build_dataset_indices",
+    "collect_dataset_metadata",
     "commit_dataset",
+    "copy_dataset",
     "create_empty_dataset_header",
     "delete_dataset",
     "garbage_collect_dataset",
+    "CommitRecord",
+    "dataset_history",
+    "vacuum_dataset",
+    "hash_dataset",
     "read_dataset_as_dataframes",
     "read_dataset_as_dataframes__iterator",
+    "read_dataset_as_ddf",
     "read_dataset_metadata",
     "read_table",
     "store_dataframes_as_dataset",
     "store_dataframes_as_dataset__iter",
+    "store_dataset_from_ddf",
     "update_dataset_from_dataframes",
     "update_dataset_from_dataframes__iter",
+    "update_dataset_from_ddf",
     "write_single_partition",
+    "SchemaEvent",
+    "build_dataset_statistics",
+    "dataset_statistics",
+    "read_dataset_schema",
+    "schema_history",
+    "C",
+    "Condition",
+    "Conjunction",
+    "Cube",
+    "append_to_cube",
+    "append_to_cube_from_dataframe",
+    "build_cube",
+    "build_cube_from_dataframe",
+    "cleanup_cube",
+    "collect_stats",
+    "copy_cube",
+    "delete_cube",
+    "discover_cube",
+    "discover_datasets",
+    "discover_datasets_unchecked",
+    "extend_cube",
+    "extend_cube_from_dataframe",
+    "query_cube",
+    "query_cube_dataframe",
+    "remove_partitions",
+    "update_cube",
+    "update_cube_from_dataframe",
 ]

@@ -11,9 +11,17 @@ from kartoframe.execution.kernel import read_task_table
 from kartoframe.execution.write import ChunkResult, WrittenPartition, commit_write
 from kartoframe.format import naming
 from kartoframe.format.index import check_indexable, index_value_pairs
+from kartoframe.format.statistics import STATISTICS_DIR
 from kartoframe.plan.scan import plan_scan
-from kartoframe.storage.commit import delete_headers
-from kartoframe.storage.resolve import load_dataset, read_header
+from kartoframe.progress import track
+from kartoframe.storage.commit import delete_log, mark_deleted
+from kartoframe.storage.resolve import dataset_exists, load_dataset, read_header, statistics_ref
+from kartoframe.storage.retention import (
+    DEFAULT_RETENTION_HOURS,
+    check_retention,
+    data_candidates,
+    retained_versions,
+)
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -29,11 +37,23 @@ def _referenced(store: Store, dataset_uuid: str) -> tuple[set[str], str]:
     md = loaded.metadata
     keys = set(md.partitions.values()) | set(md.indices.values())
     keys.add(naming.common_metadata_key(md.uuid, md.table_name))
+    stats = statistics_ref(md)
+    if stats is not None and stats.key is not None:
+        keys.add(stats.key)
     return keys, md.table_name
 
 
-def unreferenced_keys(store: Store, dataset_uuid: str) -> list[str]:
-    """Keys below ``<uuid>/<table>/`` and ``<uuid>/indices/`` no header references."""
+def unreferenced_keys(
+    store: Store, dataset_uuid: str, retention_hours: float | None = None
+) -> list[str]:
+    """Keys below ``<uuid>/<table>/``, ``<uuid>/indices/`` and ``<uuid>/_kartoframe/stats/``
+    that the header does not reference (nor, with ``retention_hours``, any version that was
+    current inside that window; see ``docs/transactions.md``).
+    """
+    if retention_hours is not None:
+        kept = retained_versions(store, dataset_uuid, retention_hours)
+        assert kept.current.header is not None
+        return [k for k in data_candidates(store, kept.current.header) if k not in kept.referenced]
     keys, table = _referenced(store, dataset_uuid)
     found = read_header(store, dataset_uuid)
     assert found is not None
@@ -43,14 +63,34 @@ def unreferenced_keys(store: Store, dataset_uuid: str) -> list[str]:
     else:
         candidates = list(store.iter_keys(naming.table_prefix(dataset_uuid, table)))
         candidates += list(store.iter_keys(f"{dataset_uuid}/indices/"))
+    candidates += list(store.iter_keys(f"{dataset_uuid}/{STATISTICS_DIR}/"))
     return [k for k in candidates if k not in keys]
 
 
-def garbage_collect_dataset(dataset_uuid: str, store: StoreInput) -> list[str]:
+def garbage_collect_dataset(
+    dataset_uuid: str,
+    store: StoreInput,
+    retention_hours: float = DEFAULT_RETENTION_HOURS,
+) -> list[str]:
     """Delete files of a dataset that its header no longer references.
 
     Removes orphaned data files (from overwritten or deleted partitions, or failed
-    writes) and superseded index files; keeps ``_common_metadata``.
+    writes) and superseded index and statistics files; keeps ``_common_metadata``.
+    Files that a version inside the retention window still needs are kept, so readers of
+    those versions (``version=`` / ``as_of=``, or a read that started before an update)
+    keep working; ``retention_hours=0`` frees everything the current version does not
+    reference (plateau's behaviour). Unlike :func:`kartoframe.vacuum_dataset` it deletes
+    unreferenced files of any age (so never run it while a write is in progress) and
+    leaves the transaction log alone.
+
+    Parameters
+    ----------
+    dataset_uuid
+        The dataset.
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    retention_hours
+        Keep what versions current during this many past hours need (default 168).
 
     Returns
     -------
@@ -59,7 +99,8 @@ def garbage_collect_dataset(dataset_uuid: str, store: StoreInput) -> list[str]:
     """
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
-    garbage = unreferenced_keys(st, uuid)
+    hours = check_retention(retention_hours, force=True, what="garbage_collect_dataset")
+    garbage = unreferenced_keys(st, uuid, hours)
     st.delete_many(garbage)
     return garbage
 
@@ -76,16 +117,22 @@ def delete_dataset(dataset_uuid: str, store: StoreInput) -> None:
     """
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
-    if read_header(st, uuid) is None:
-        raise DatasetNotFoundError(uuid, st.url)
+    if not dataset_exists(st, uuid):
+        raise DatasetNotFoundError(uuid, st.display_url)
     keys, _ = _referenced(st, uuid)
-    garbage = unreferenced_keys(st, uuid)
-    delete_headers(st, uuid)
+    garbage = unreferenced_keys(st, uuid, 0.0)
+    # the log records the deletion first: writers that started before lose their commit
+    mark_deleted(st, uuid)
     st.delete_many(sorted(keys | set(garbage)))
+    delete_log(st, uuid)
 
 
 def build_dataset_indices(
-    store: StoreInput, dataset_uuid: str, columns: Sequence[str]
+    store: StoreInput,
+    dataset_uuid: str,
+    columns: Sequence[str],
+    *,
+    progress: bool = False,
 ) -> DatasetMetadataResult:
     """Build (or rebuild) secondary indices by scanning the needed columns.
 
@@ -97,6 +144,8 @@ def build_dataset_indices(
         The dataset.
     columns
         Columns to index (not partition keys).
+    progress
+        Show a progress bar of the files scanned (only on a terminal).
     """
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
@@ -117,24 +166,26 @@ def build_dataset_indices(
     plan = plan_scan(loaded, columns=all_cols)
     # rebuild every index from the data so all indices cover all partitions
     parts = []
-    for task in plan.tasks:
+    for task in track(plan.tasks, f"indexing {uuid}", enabled=progress, unit="files"):
         table = read_task_table(plan, task, st)
         f = task.files[0]
         pairs = {c: index_value_pairs(c, table[c], f.label) for c in all_cols}
         parts.append(WrittenPartition(f.label, f.key, table.num_rows, 0, pairs))
     chunk = ChunkResult(tuple(parts), None, "index build")
-    base_without = loaded.metadata.replace(partitions={}, indices={}, embedded_indices={})
-    from kartoframe.format.dataset import LoadedDataset
-
+    # every partition is removed and re-added with its index values: a concurrent write
+    # to any partition conflicts (this build read all of them)
     rebuilt = commit_write(
         st,
         uuid,
         [chunk],
-        base=LoadedDataset(base_without, loaded.schema, {}, loaded.header_bytes),
+        base=loaded,
+        remove_labels=set(md.partitions),
         secondary_indices=all_cols,
         storage_format=md.storage_format,
         table_name=md.table_name,
         owns_files=False,
+        operation="BUILD_INDEX",
+        operation_parameters={"columns": cols},
     )
     del rebuilt
     return DatasetMetadataResult(uuid, st)

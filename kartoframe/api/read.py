@@ -10,11 +10,17 @@ import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, check_columns_arg, check_uuid, ensure_store, str_list
 from kartoframe.errors import InvalidInputError
-from kartoframe.execution.kernel import read_plan_table, read_task_frame, to_frame
+from kartoframe.execution.kernel import (
+    iter_plan_batches,
+    read_plan_table,
+    read_task_frame,
+    to_frame,
+)
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader
-from kartoframe.plan.scan import ScanPlan, plan_scan, required_index_columns
-from kartoframe.storage.resolve import load_dataset, load_indices
+from kartoframe.plan.scan import ScanPlan, needs_statistics, plan_scan, required_index_columns
+from kartoframe.progress import ProgressBar, progress_enabled
+from kartoframe.storage.resolve import load_dataset, load_indices, load_statistics
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -134,7 +140,12 @@ class DatasetMetadata:
         )
 
 
-def read_dataset_metadata(dataset_uuid: str, store: StoreInput) -> DatasetMetadata:
+def read_dataset_metadata(
+    dataset_uuid: str,
+    store: StoreInput,
+    version: int | None = None,
+    as_of: object = None,
+) -> DatasetMetadata:
     """Load a dataset's header and schema.
 
     Parameters
@@ -143,6 +154,8 @@ def read_dataset_metadata(dataset_uuid: str, store: StoreInput) -> DatasetMetada
         The dataset.
     store
         Store URL, :class:`kartoframe.Store` or factory.
+    version, as_of
+        A past version (time travel), as in :func:`read_table`.
 
     Returns
     -------
@@ -154,7 +167,8 @@ def read_dataset_metadata(dataset_uuid: str, store: StoreInput) -> DatasetMetada
         If the dataset does not exist.
     """
     st = ensure_store(store)
-    return DatasetMetadata(load_dataset(st, check_uuid(dataset_uuid)), st)
+    loaded = load_dataset(st, check_uuid(dataset_uuid), version=version, as_of=as_of)
+    return DatasetMetadata(loaded, st)
 
 
 def plan_read(
@@ -166,14 +180,21 @@ def plan_read(
     dispatch_by: Sequence[str] | None = None,
     categoricals: Sequence[str] | None = None,
     dates_as_object: bool = True,
+    version: int | None = None,
+    as_of: object = None,
 ) -> tuple[ScanPlan, Store]:
-    """Resolve and plan a read (loads the header, the schema and the needed indices)."""
+    """Resolve and plan a read (loads the header, the schema and the needed indices).
+
+    ``version`` / ``as_of`` select a past version (see :func:`read_table`).
+    """
     st = ensure_store(store)
-    loaded = load_dataset(st, check_uuid(dataset_uuid))
+    loaded = load_dataset(st, check_uuid(dataset_uuid), version=version, as_of=as_of)
     cols = check_columns_arg(columns)
     dispatch = None if dispatch_by is None else str_list(dispatch_by, "dispatch_by")
     need = required_index_columns(loaded, predicates, dispatch)
     loaded = load_indices(st, loaded, need)
+    if needs_statistics(loaded, predicates):
+        loaded = load_statistics(st, loaded)
     plan = plan_scan(
         loaded,
         columns=cols,
@@ -198,12 +219,16 @@ def read_table(
     categoricals: Sequence[str] | None = None,
     dates_as_object: bool = True,
     predicates: object = None,
+    *,
+    progress: bool = False,
+    version: int | None = None,
+    as_of: object = None,
 ) -> pd.DataFrame:
     """Read a dataset (or the rows matching ``predicates``) into one DataFrame.
 
-    Pruning runs partition keys -> secondary indices -> Parquet row-group statistics
-    -> row filter; no data file of a pruned partition is opened. Rows come in header
-    (commit) order, file by file.
+    Pruning runs partition keys -> secondary indices -> per-file statistics (see
+    ``docs/statistics.md``) -> Parquet row-group statistics -> row filter; no data file
+    of a pruned partition is opened. Rows come in header (commit) order, file by file.
 
     Parameters
     ----------
@@ -221,6 +246,15 @@ def read_table(
         ``date`` columns as ``datetime.date`` objects (default) or ``datetime64``.
     predicates
         DNF filter ``[[(col, op, value), ...], ...]``.
+    progress
+        Show a progress bar of the files read (only on a terminal; see
+        :mod:`kartoframe.progress`). The files are then read in batches.
+    version
+        Read this version of the dataset (time travel; see
+        :func:`kartoframe.dataset_history`) instead of the current one.
+    as_of
+        Read the version that was current at this time (``datetime`` — naive means UTC —,
+        ``pandas.Timestamp``, ISO string or epoch milliseconds).
 
     Returns
     -------
@@ -245,7 +279,17 @@ def read_table(
         predicates=predicates,
         categoricals=categoricals,
         dates_as_object=dates_as_object,
+        version=version,
+        as_of=as_of,
     )
+    if progress_enabled(progress):
+        n_files = sum(len(t.files) for t in plan.tasks)
+        with ProgressBar(f"reading {plan.dataset_uuid}", n_files, unit="files") as bar:
+            tables = []
+            for table, n in iter_plan_batches(plan, st):
+                tables.append(table)
+                bar.advance(n)
+        return to_frame(plan, pa.concat_tables(tables))
     return to_frame(plan, read_plan_table(plan, st))
 
 
@@ -258,12 +302,15 @@ def read_dataset_as_dataframes(
     dates_as_object: bool = True,
     predicates: object = None,
     dispatch_by: Sequence[str] | None = None,
+    version: int | None = None,
+    as_of: object = None,
 ) -> list[pd.DataFrame]:
     """Read a dataset as a list of DataFrames, one per partition or dispatch group.
 
     ``dispatch_by=None`` gives one frame per data file, ``[]`` one frame for all,
     and a list of indexed columns one frame per distinct value combination (sorted).
-    Parameters as in :func:`read_table`.
+    Parameters (including ``version`` / ``as_of`` for time travel) as in
+    :func:`read_table`.
     """
     return list(
         read_dataset_as_dataframes__iterator(
@@ -275,6 +322,8 @@ def read_dataset_as_dataframes(
             dates_as_object=dates_as_object,
             predicates=predicates,
             dispatch_by=dispatch_by,
+            version=version,
+            as_of=as_of,
         )
     )
 
@@ -288,6 +337,8 @@ def read_dataset_as_dataframes__iterator(
     dates_as_object: bool = True,
     predicates: object = None,
     dispatch_by: Sequence[str] | None = None,
+    version: int | None = None,
+    as_of: object = None,
 ) -> Iterator[pd.DataFrame]:
     """Yield one DataFrame per partition (or dispatch group), holding one at a time.
 
@@ -303,6 +354,12 @@ def read_dataset_as_dataframes__iterator(
         dispatch_by=dispatch_by,
         categoricals=categoricals,
         dates_as_object=dates_as_object,
+        version=version,
+        as_of=as_of,
     )
     for task in plan.tasks:
-        yield read_task_frame(plan, task, st)
+        frame = read_task_frame(plan, task, st)
+        if len(frame) == 0 and any(v is None for _, v in task.dispatch_values):
+            continue  # the null group of a secondary-index dispatch, when there are no nulls
+        yield frame
+        del frame  # do not hold the previous frame while the next one is decoded

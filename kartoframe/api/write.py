@@ -35,12 +35,26 @@ from kartoframe.execution.write import (
 from kartoframe.format import naming
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.schema import compatible_merge, normalize_schema
+from kartoframe.format.schema import (
+    SCHEMA_EVOLUTIONS,
+    SchemaEvolution,
+    compatible_merge,
+    evolve_schema,
+    normalize_schema,
+)
 from kartoframe.plan.predicates import bind
 from kartoframe.plan.pruning import prune
 from kartoframe.plan.scan import required_index_columns
 from kartoframe.plan.write import check_write_columns
-from kartoframe.storage.resolve import dataset_exists, load_dataset, load_indices, read_header
+from kartoframe.storage.commit import already_committed, check_app_transaction
+from kartoframe.storage.log import current_state
+from kartoframe.storage.resolve import (
+    dataset_exists,
+    load_dataset,
+    load_indices,
+    read_header,
+    statistics_ref,
+)
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -138,10 +152,36 @@ def delete_scope_labels(loaded: LoadedDataset, store: Store, delete_scope: objec
     return set(labels)
 
 
+def _jsonable(value: Any) -> Any:
+    """A JSON-safe rendering of an argument, for the commit history."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _evolution_arg(schema_evolution: object) -> SchemaEvolution:
+    if schema_evolution not in SCHEMA_EVOLUTIONS:
+        raise InvalidInputError(
+            f"schema_evolution must be one of {list(SCHEMA_EVOLUTIONS)}, got {schema_evolution!r}."
+        )
+    return schema_evolution  # type: ignore[return-value]
+
+
+def _bloom_columns(base: LoadedDataset | None) -> tuple[str, ...]:
+    """The dataset's bloom-filter columns (maintained by every write)."""
+    ref = statistics_ref(base.metadata) if base is not None else None
+    return ref.bloom_filter_columns if ref is not None else ()
+
+
 def _existing(st: Store, uuid: str) -> LoadedDataset | None:
-    if not dataset_exists(st, uuid):
+    try:
+        return load_dataset(st, uuid)  # one open: header, next log entry, schema
+    except DatasetNotFoundError:
         return None
-    return load_dataset(st, uuid)
 
 
 def store_dataframes_as_dataset__iter(
@@ -157,6 +197,10 @@ def store_dataframes_as_dataset__iter(
     secondary_indices: Sequence[str] | None = None,
     table_name: str = "table",
     sort_partitions_by: Sequence[str] | None = None,
+    schema_evolution: SchemaEvolution = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> DatasetMetadataResult:
     """Write frames from an iterable as a new dataset, committing once at the end.
 
@@ -172,6 +216,9 @@ def store_dataframes_as_dataset__iter(
     pon = str_list(partition_on, "partition_on")
     sidx = str_list(secondary_indices, "secondary_indices")
     ser = serializer_arg(df_serializer)
+    evolution = _evolution_arg(schema_evolution)
+    if _already_committed(st, uuid, app_id, app_version):
+        return DatasetMetadataResult(uuid, st)
     if dataset_exists(st, uuid) and not overwrite:
         raise DatasetExistsError(uuid)
     chunks: list[ChunkResult] = []
@@ -208,11 +255,24 @@ def store_dataframes_as_dataset__iter(
             storage_format=fmt,
             table_name=table_name,
             expect_absent=not overwrite,
+            schema_evolution=evolution,
+            app_id=app_id,
+            app_version=app_version,
+            commit_info=commit_info,
         )
     except BaseException:
         delete_files(st, [p.key for c in chunks for p in c.partitions])
         raise
     return DatasetMetadataResult(md.uuid, st)
+
+
+def _already_committed(st: Store, uuid: str, app_id: str | None, app_version: int | None) -> bool:
+    """Whether the dataset already records this application transaction."""
+    app_id, app_version = check_app_transaction(app_id, app_version)
+    if app_id is None:
+        return False
+    state = current_state(st, uuid)
+    return already_committed(state.header if state else None, app_id, app_version)
 
 
 class DatasetMetadataResult:
@@ -250,6 +310,10 @@ def store_dataframes_as_dataset(
     metadata_version: int = 4,
     table_name: str = "table",
     sort_partitions_by: Sequence[str] | None = None,
+    schema_evolution: SchemaEvolution = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> DatasetMetadataResult:
     """Write a list of DataFrames as a new dataset.
 
@@ -279,6 +343,18 @@ def store_dataframes_as_dataset(
         Table directory name (default ``"table"``).
     sort_partitions_by
         Sort each file by these columns (makes row-group statistics selective).
+    schema_evolution
+        ``"none"`` (default): all frames must have the same schema. ``"add_columns"``:
+        frames may add nullable columns (missing in other frames, they read as nulls);
+        see ``docs/schema.md``.
+    app_id, app_version
+        Idempotent writes (Delta's transaction identifiers): the commit records
+        ``app_version`` for ``app_id``; if the dataset already records that version (or a
+        higher one) for ``app_id``, nothing is written and the call returns the dataset as
+        it is. A retried pipeline step therefore never commits twice.
+    commit_info
+        A JSON-serialisable dict stored with the commit (see
+        :func:`kartoframe.dataset_history`).
 
     Returns
     -------
@@ -320,6 +396,10 @@ def store_dataframes_as_dataset(
         secondary_indices=secondary_indices,
         table_name=table_name,
         sort_partitions_by=sort_partitions_by,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -337,6 +417,10 @@ def update_dataset_from_dataframes__iter(
     secondary_indices: Sequence[str] | None = None,
     table_name: str = "table",
     metadata_storage_format: str = "json",
+    schema_evolution: SchemaEvolution = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> DatasetMetadataResult:
     """Add frames from an iterable (and delete ``delete_scope``) in one commit.
 
@@ -347,7 +431,11 @@ def update_dataset_from_dataframes__iter(
     st = ensure_store(store)
     check_metadata_version(default_metadata_version)
     fmt = check_format(metadata_storage_format)
+    evolution = _evolution_arg(schema_evolution)
+    app_id, app_version = check_app_transaction(app_id, app_version)
     base = _existing(st, uuid)
+    if base is not None and already_committed(base.metadata, app_id, app_version):
+        return DatasetMetadataResult(uuid, st)
     pon = str_list(partition_on, "partition_on") if partition_on is not None else None
     if base is not None:
         if pon is not None and tuple(pon) != base.metadata.partition_keys:
@@ -373,7 +461,7 @@ def update_dataset_from_dataframes__iter(
             if df is None:
                 continue
             if base is not None:
-                _precheck_schema(base, df, pon, f"input frame {i}")
+                _precheck_schema(base, df, pon, f"input frame {i}", evolution)
             chunks.append(
                 write_chunk(
                     st,
@@ -385,6 +473,7 @@ def update_dataset_from_dataframes__iter(
                     serializer=ser,
                     sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
                     origin=f"input frame {i}",
+                    bloom_filter_columns=_bloom_columns(base),
                 )
             )
         if not chunks and base is None:
@@ -404,6 +493,18 @@ def update_dataset_from_dataframes__iter(
             storage_format=fmt,
             table_name=table_name,
             expect_absent=base is None,
+            schema_evolution=evolution,
+            remove_scope=(
+                (lambda b: delete_scope_labels(b, st, delete_scope))
+                if delete_scope is not None
+                else None
+            ),
+            operation_parameters=(
+                {"delete_scope": _jsonable(delete_scope)} if delete_scope is not None else None
+            ),
+            app_id=app_id,
+            app_version=app_version,
+            commit_info=commit_info,
         )
     except BaseException:
         delete_files(st, [p.key for c in chunks for p in c.partitions])
@@ -411,10 +512,26 @@ def update_dataset_from_dataframes__iter(
     return DatasetMetadataResult(md.uuid, st)
 
 
-def _precheck_schema(base: LoadedDataset, df: Any, pon: Sequence[str], origin: str) -> None:
+def _precheck_schema(
+    base: LoadedDataset,
+    df: Any,
+    pon: Sequence[str],
+    origin: str,
+    schema_evolution: SchemaEvolution = "none",
+) -> None:
     """Refuse an incompatible frame before any file is written."""
     table = df if isinstance(df, pa.Table) else frame_to_table(df, what=origin)
     check_write_columns(table.schema, pon, [], what=origin)
+    if schema_evolution == "add_columns":
+        evolve_schema(
+            base.schema,
+            normalize_schema(table.schema, pon),
+            dataset_uuid=base.uuid,
+            origin=origin,
+            partition_keys=pon,
+            required=base.schema.names,
+        )
+        return
     compatible_merge(
         base.schema,
         normalize_schema(table.schema, pon),
@@ -438,6 +555,10 @@ def update_dataset_from_dataframes(
     secondary_indices: Sequence[str] | None = None,
     table_name: str = "table",
     metadata_storage_format: str = "json",
+    schema_evolution: SchemaEvolution = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> DatasetMetadataResult:
     """Add DataFrames to a dataset and/or delete partitions, in one atomic commit.
 
@@ -470,6 +591,19 @@ def update_dataset_from_dataframes(
         Must match the dataset's table.
     metadata_storage_format
         Format for a new dataset; an existing dataset keeps its format.
+    schema_evolution
+        ``"none"`` (default): frames must match the stored schema. ``"add_columns"``:
+        frames may add nullable columns and widen decimals; the change is recorded in
+        the header (see :func:`kartoframe.schema_history`). Files written before read
+        the new columns as nulls. Dropping or retyping a column is always refused.
+    app_id, app_version
+        Idempotent writes (Delta's transaction identifiers): the commit records
+        ``app_version`` for ``app_id``; if the dataset already records that version (or a
+        higher one) for ``app_id``, nothing is written and the call returns the dataset as
+        it is. A retried pipeline step therefore never commits twice.
+    commit_info
+        A JSON-serialisable dict stored with the commit (see
+        :func:`kartoframe.dataset_history`).
 
     Returns
     -------
@@ -490,6 +624,10 @@ def update_dataset_from_dataframes(
         secondary_indices=secondary_indices,
         table_name=table_name,
         metadata_storage_format=metadata_storage_format,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -503,6 +641,9 @@ def create_empty_dataset_header(
     metadata_storage_format: str = "json",
     metadata_version: int = 4,
     table_name: str = "table",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> DatasetMetadataResult:
     """Create a dataset with a schema and no partitions.
 
@@ -514,12 +655,16 @@ def create_empty_dataset_header(
     ----------
     schema
         A :class:`pyarrow.Schema` or an (empty or example) DataFrame.
+    app_id, app_version, commit_info
+        As in :func:`store_dataframes_as_dataset`.
     """
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
     fmt = check_format(metadata_storage_format)
     check_metadata_version(metadata_version)
     naming.validate_name(table_name, "table_name")
+    if _already_committed(st, uuid, app_id, app_version):
+        return DatasetMetadataResult(uuid, st)
     if dataset_exists(st, uuid) and not overwrite:
         raise DatasetExistsError(uuid)
     pon = str_list(partition_on, "partition_on")
@@ -543,6 +688,9 @@ def create_empty_dataset_header(
         expect_absent=not overwrite,
         empty_schema=norm,
         explicit_partitions=False,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
     return DatasetMetadataResult(md.uuid, st)
 
@@ -586,6 +734,7 @@ def write_single_partition(
         index_columns=idx,
         serializer=serializer_arg(df_serializer),
         origin="data",
+        bloom_filter_columns=_bloom_columns(base),
     )
     return MetaPartition(result)
 
@@ -600,11 +749,15 @@ def commit_dataset(
     default_metadata_version: int = 4,
     partition_on: Sequence[str] | None = None,
     secondary_indices: Sequence[str] | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> DatasetMetadataResult:
     """Commit partitions written by :func:`write_single_partition`.
 
     At least one of ``new_partitions``, ``delete_scope`` or ``metadata`` is required.
-    Committing makes an implicit dataset explicit.
+    Committing makes an implicit dataset explicit. ``app_id``, ``app_version`` and
+    ``commit_info`` as in :func:`store_dataframes_as_dataset`.
     """
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
@@ -615,9 +768,12 @@ def commit_dataset(
     bad = [p for p in parts if not isinstance(p, MetaPartition)]
     if bad:
         raise InvalidTypeError("new_partitions must be MetaPartitions from write_single_partition.")
+    app_id, app_version = check_app_transaction(app_id, app_version)
     base = _existing(st, uuid)
     if base is None:
         raise DatasetNotFoundError(uuid, st.url)
+    if already_committed(base.metadata, app_id, app_version):
+        return DatasetMetadataResult(uuid, st)
     committed = _explicit_base(base)
     known = set(committed.metadata.partitions)
     chunks = [p.result for p in parts]
@@ -638,6 +794,21 @@ def commit_dataset(
         storage_format=base.metadata.storage_format,
         table_name=base.metadata.table_name,
         owns_files=False,
+        # files an implicit dataset already lists keep the statistics they were written with
+        statistics=[
+            w.statistics
+            for c in chunks
+            for w in c.partitions
+            if w.label in known and w.statistics is not None
+        ],
+        remove_scope=(
+            (lambda b: delete_scope_labels(b, st, delete_scope))
+            if delete_scope is not None
+            else None
+        ),
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
     return DatasetMetadataResult(md.uuid, st)
 

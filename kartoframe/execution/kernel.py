@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pandas as pd
 import pyarrow as pa
@@ -12,7 +12,13 @@ from kartoframe.plan.scan import ReadTask, ScanPlan
 from kartoframe.storage.parquet import read_files
 from kartoframe.storage.store import Store
 
-__all__ = ["read_plan_table", "read_task_frame", "read_task_table", "to_frame"]
+__all__ = [
+    "iter_plan_batches",
+    "read_plan_table",
+    "read_task_frame",
+    "read_task_table",
+    "to_frame",
+]
 
 
 def read_task_table(
@@ -40,6 +46,25 @@ def read_plan_table(plan: ScanPlan, store: Store) -> pa.Table:
     """Read every file of a plan in one multi-threaded scan (tasks must carry no extra)."""
     files = [f for t in plan.tasks for f in t.files]
     return read_task_table(plan, ReadTask(tuple(files)), store)
+
+
+def iter_plan_batches(
+    plan: ScanPlan, store: Store, *, batches: int = 100, min_files: int = 4
+) -> Iterator[tuple[pa.Table, int]]:
+    """Read the files of a plan in order, a few at a time (for progress and early stops).
+
+    Yields ``(table, number of files read)``; concatenated, the tables equal
+    :func:`read_plan_table`. Files are split into at most ``batches`` batches of at least
+    ``min_files`` files, each read in one multi-threaded scan (tasks must carry no extra).
+    """
+    files = [f for t in plan.tasks for f in t.files]
+    if not files:
+        yield read_task_table(plan, ReadTask(()), store), 0
+        return
+    size = max(min_files, -(-len(files) // max(1, batches)))
+    for start in range(0, len(files), size):
+        part = tuple(files[start : start + size])
+        yield read_task_table(plan, ReadTask(part), store), len(part)
 
 
 def to_frame(plan: ScanPlan, table: pa.Table) -> pd.DataFrame:

@@ -215,8 +215,7 @@ def _not_shared(name: str, values: Sequence[str], other: str, others: Sequence[s
     share = sorted(set(values) & set(others))
     if share:
         raise InvalidInputError(
-            f"{name} cannot share columns with {other}, but share the following: "
-            f"{', '.join(share)}"
+            f"{name} cannot share columns with {other}, but share the following: {', '.join(share)}"
         )
 
 
@@ -460,6 +459,5 @@ def _check_indices(ds_id: str, m: CubeMember, cube: Cube) -> None:
     for col in sorted(set(cube.index_columns) & m.columns):
         if col not in secondary and col not in primary:
             raise InvalidInputError(
-                f'ExplicitSecondaryIndex or PartitionIndex "{col}" is missing in dataset '
-                f'"{ds_id}".'
+                f'ExplicitSecondaryIndex or PartitionIndex "{col}" is missing in dataset "{ds_id}".'
             )

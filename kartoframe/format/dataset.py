@@ -27,12 +27,16 @@ class LoadedDataset:
         ones present; the resolver loads those a query needs.
     header_bytes
         The raw header as read, so a commit can detect a concurrent change.
+    statistics
+        Per-file statistics (see :mod:`kartoframe.format.statistics`), once the resolver
+        loaded them for a predicate; None otherwise.
     """
 
     metadata: DatasetHeader
     schema: pa.Schema
     indices: Mapping[str, pa.Table] = dataclasses.field(default_factory=dict)
     header_bytes: bytes | None = None
+    statistics: pa.Table | None = None
 
     @property
     def uuid(self) -> str:

@@ -20,15 +20,23 @@ from kartoframe.errors import CorruptMetadataError, UnsupportedVersionError
 from kartoframe.format.naming import MetadataFormat, check_key_inside, validate_uuid
 
 __all__ = [
+    "KARTOFRAME_KEY",
     "MAX_HEADER_BYTES",
     "DatasetHeader",
     "decode_header",
     "encode_header",
+    "kartoframe_section",
+    "with_kartoframe_section",
 ]
 
 METADATA_VERSION = 4
 #: Refuse to decompress a msgpack header beyond this size (decompression bombs).
 MAX_HEADER_BYTES = 1 << 30
+
+#: Top-level header key of kartoframe's own metadata (schema record, statistics reference,
+#: ...): one map with sub-keys, see ``docs/format.md``. plateau and kartothek ignore it
+#: on read and drop it when they rewrite a header.
+KARTOFRAME_KEY = "kartoframe"
 
 _KNOWN_KEYS = frozenset(
     {
@@ -284,8 +292,11 @@ def _fast_partitions(
     prefix = dataset_uuid + "/"
     if not all(k.startswith(prefix) for k in keys):
         return None
-    joined = "\n".join(keys)
-    if any(bad in joined for bad in _FORBIDDEN) or "/..\n" in joined + "\n":
+    joined = "\n".join(keys) + "\n"
+    # components "..", "." or "" at the end of a key ("ds/..", "ds/.", "ds/a/")
+    if any(bad in joined for bad in _FORBIDDEN) or any(
+        end in joined for end in ("/..\n", "/.\n", "/\n")
+    ):
         return None
     return dict(zip(raw_parts, keys)), tables
 
@@ -360,3 +371,19 @@ def encode_header(meta: DatasetHeader) -> bytes:
         return orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
     packed = msgpack.packb(doc, use_bin_type=True)
     return zstandard.ZstdCompressor(write_content_size=True).compress(packed)
+
+
+def kartoframe_section(header: DatasetHeader) -> dict[str, Any]:
+    """A copy of the header's ``kartoframe`` map (empty if absent or not a map)."""
+    raw = header.extra.get(KARTOFRAME_KEY)
+    return dict(raw) if isinstance(raw, Mapping) else {}
+
+
+def with_kartoframe_section(header: DatasetHeader, section: Mapping[str, Any]) -> DatasetHeader:
+    """Return ``header`` with its ``kartoframe`` map replaced (removed if empty)."""
+    extra = dict(header.extra)
+    if section:
+        extra[KARTOFRAME_KEY] = dict(section)
+    else:
+        extra.pop(KARTOFRAME_KEY, None)
+    return header.replace(extra=extra)

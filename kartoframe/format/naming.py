@@ -84,11 +84,20 @@ def validate_uuid(dataset_uuid: object, what: str = "dataset_uuid") -> str:
     return dataset_uuid
 
 
+#: Table names that would put data files among kartoframe's side files
+#: (``<uuid>/_kartoframe/``: transaction log, statistics).
+RESERVED_TABLE_NAMES = frozenset({"_kartoframe"})
+
+
 def validate_name(name: object, what: str) -> str:
-    """Validate a table name (same character rules as uuids)."""
+    """Validate a table name (same character rules as uuids; ``_kartoframe`` is reserved)."""
     if not isinstance(name, str) or not _TABLE_RE.fullmatch(name):
         raise InvalidUUIDError(
             f"Invalid {what} {name!r}: only letters, digits, '+', '-' and '_' are allowed."
+        )
+    if name in RESERVED_TABLE_NAMES:
+        raise InvalidUUIDError(
+            f"Invalid {what} {name!r}: reserved for kartoframe's own files (<uuid>/{name}/)."
         )
     return name
 

@@ -13,10 +13,11 @@ the same type everywhere.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,7 +25,11 @@ import pyarrow.parquet as pq
 from kartoframe.errors import CorruptMetadataError, SchemaError
 
 __all__ = [
+    "SCHEMA_EVOLUTIONS",
+    "SchemaChange",
+    "SchemaEvolution",
     "compatible_merge",
+    "evolve_schema",
     "empty_table",
     "normalize_schema",
     "normalize_type",
@@ -256,3 +261,165 @@ def compatible_merge(
         if pa.types.is_null(reference.field(rec["name"]).type) and rec["name"] in new_records:
             cols[i] = new_records[rec["name"]]
     return merged.with_metadata({PANDAS_KEY: json.dumps(meta, sort_keys=True).encode()})
+
+
+#: How a write may change the dataset schema: ``"none"`` (the default) refuses any
+#: change; ``"add_columns"`` accepts new (nullable) columns and safe widenings.
+SchemaEvolution = Literal["none", "add_columns"]
+SCHEMA_EVOLUTIONS: tuple[str, ...] = ("none", "add_columns")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SchemaChange:
+    """What an evolving write changes in the dataset schema.
+
+    Attributes
+    ----------
+    added
+        New columns and their (normalised) types.
+    widened
+        Columns whose type was widened: ``(name, old type, new type)``.
+    """
+
+    added: tuple[tuple[str, pa.DataType], ...] = ()
+    widened: tuple[tuple[str, pa.DataType, pa.DataType], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.widened)
+
+    def then(self, other: SchemaChange) -> SchemaChange:
+        """Return this change followed by ``other`` (widened twice: keeps the first type)."""
+        added = dict(self.added)
+        widened = {n: (a, b) for n, a, b in self.widened}
+        for n, t in other.added:
+            added[n] = t
+        for n, a, b in other.widened:
+            if n in added:
+                added[n] = b
+            else:
+                widened[n] = (widened[n][0] if n in widened else a, b)
+        return SchemaChange(
+            tuple(sorted(added.items())),
+            tuple(sorted((n, a, b) for n, (a, b) in widened.items())),
+        )
+
+
+def _is_widening(old: pa.DataType, new: pa.DataType) -> bool:
+    """Whether every value of ``old`` is exactly representable in ``new`` (documented set).
+
+    Only decimals need it: the normalisation already unifies integer, float, string,
+    dictionary and timestamp-unit variants. A decimal may grow in precision and scale as
+    long as neither its integer digits nor its scale shrink.
+    """
+    if pa.types.is_decimal(old) and pa.types.is_decimal(new):
+        digits_kept = new.precision - new.scale >= old.precision - old.scale
+        return bool(new.scale >= old.scale and digits_kept)
+    return False
+
+
+def _sign_swap(a: pa.DataType, b: pa.DataType) -> bool:
+    return bool(
+        (pa.types.is_signed_integer(a) and pa.types.is_unsigned_integer(b))
+        or (pa.types.is_unsigned_integer(a) and pa.types.is_signed_integer(b))
+    )
+
+
+def evolve_schema(
+    reference: pa.Schema | None,
+    new: pa.Schema,
+    *,
+    dataset_uuid: str,
+    origin: str,
+    partition_keys: Sequence[str] = (),
+    required: Collection[str] = (),
+    reference_origin: str = "the stored schema",
+) -> tuple[pa.Schema, SchemaChange]:
+    """Merge ``new`` into ``reference`` allowing new columns and safe widenings.
+
+    Parameters
+    ----------
+    reference
+        The schema so far (None: ``new`` is taken as is).
+    new
+        A normalised schema of data being written.
+    required
+        Columns ``new`` must have (the stored schema's columns: dropping a column is
+        refused; columns added by the same write may be absent from some chunks).
+
+    Returns
+    -------
+    (pyarrow.Schema, SchemaChange)
+        The merged schema (partition keys first, then alphabetical) and what changed.
+
+    Raises
+    ------
+    SchemaError
+        A required column is missing, or a column changes type other than by a safe
+        widening (type changes, signed/unsigned swaps); the message lists every
+        offending column.
+    """
+    if reference is None:
+        return new, SchemaChange()
+    problems: list[str] = []
+    ref = {f.name: f.type for f in reference}
+    oth = {f.name: f.type for f in new}
+    types: dict[str, pa.DataType] = dict(ref)
+    from_new: set[str] = set()
+    added: list[tuple[str, pa.DataType]] = []
+    widened: list[tuple[str, pa.DataType, pa.DataType]] = []
+    for name in sorted(set(ref) | set(oth)):
+        a, b = ref.get(name), oth.get(name)
+        if b is None:
+            if name in required:
+                problems.append(
+                    f"column {name!r}: {a} in {reference_origin}, missing in {origin} "
+                    "(dropping a column is not supported)"
+                )
+            continue
+        if a is None:
+            types[name] = b
+            from_new.add(name)
+            added.append((name, b))
+            continue
+        if _same(a, b) or pa.types.is_null(b):
+            continue
+        if pa.types.is_null(a):
+            types[name] = b
+            from_new.add(name)
+        elif _sign_swap(normalize_type(a), normalize_type(b)):
+            problems.append(
+                f"column {name!r}: {a} in {reference_origin}, {b} in {origin} "
+                "(signed/unsigned swap is not a safe change)"
+            )
+        elif _is_widening(a, b):
+            types[name] = b
+            from_new.add(name)
+            widened.append((name, a, b))
+        elif _is_widening(b, a):
+            continue
+        else:
+            problems.append(
+                f"column {name!r}: {a} in {reference_origin}, {b} in {origin} "
+                "(type changes are not supported; only new columns and widening decimals)"
+            )
+    if problems:
+        details = "\n  ".join(problems)
+        raise SchemaError(
+            f"Schema of dataset {dataset_uuid!r} cannot evolve with schema_evolution="
+            f"'add_columns': {origin} differs from {reference_origin}:\n  {details}"
+        )
+    if not from_new:
+        return reference, SchemaChange()
+    fields = [pa.field(n, types[n]) for n in order_names(types, partition_keys)]
+    records = {r.get("name"): r for r in (pandas_metadata(reference) or {}).get("columns", [])}
+    new_records = {r.get("name"): r for r in (pandas_metadata(new) or {}).get("columns", [])}
+    meta = dict(pandas_metadata(reference) or {})
+    meta.setdefault("index_columns", [])
+    meta.setdefault("column_indexes", [])
+    cols = []
+    for f in fields:
+        rec = new_records.get(f.name) if f.name in from_new else records.get(f.name)
+        cols.append(rec if rec is not None else _pandas_record(f, None))
+    meta["columns"] = cols
+    merged = pa.schema(fields, metadata={PANDAS_KEY: json.dumps(meta, sort_keys=True).encode()})
+    return merged, SchemaChange(tuple(added), tuple(widened))

@@ -26,7 +26,7 @@ Arrow                                     Spark
 =======================================  ==========================================
 
 Spark timestamps have microsecond precision; nanosecond values that are not whole
-microseconds are refused unless truncation is asked for.
+microseconds are refused (kartoframe's dataset schemas hold microseconds anyway).
 """
 
 from __future__ import annotations
@@ -237,20 +237,7 @@ def spark_arrow_schema(schema: pa.Schema, columns: Sequence[str] | None = None) 
     return pa.schema([pa.field(n, spark_arrow_type(schema.field(n).type)) for n in names])
 
 
-def _timestamp_to_us(col: pa.ChunkedArray, target: pa.DataType, name: str, truncate: bool) -> Any:
-    src = col.type
-    if src.unit in ("s", "ms", "us"):
-        return col.cast(target)
-    try:
-        return col.cast(target, safe=not truncate)
-    except pa.ArrowInvalid as e:
-        raise SchemaError(
-            f"Column {name!r} holds nanosecond timestamps that are not whole microseconds; "
-            "Spark stores microseconds. Pass truncate_timestamps=True to truncate them."
-        ) from e
-
-
-def _cast(col: pa.ChunkedArray, target: pa.DataType, name: str, truncate: bool) -> Any:
+def _cast(col: pa.ChunkedArray, target: pa.DataType, name: str) -> Any:
     src = col.type
     if src == target:
         return col
@@ -259,32 +246,27 @@ def _cast(col: pa.ChunkedArray, target: pa.DataType, name: str, truncate: bool) 
         src = col.type
         if src == target:
             return col
-    if pa.types.is_timestamp(src) and pa.types.is_timestamp(target):
-        return _timestamp_to_us(col, target, name, truncate)
     if pa.types.is_null(src):
         return pa.nulls(len(col), type=target)
-    # nested values (e.g. lists of nanosecond timestamps) truncate only when asked to
-    safe = not (truncate and pa.types.is_nested(src))
     try:
-        return col.cast(target, safe=safe)
+        return col.cast(target, safe=True)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
         raise SchemaError(
             f"Column {name!r} of type {src} cannot be given to Spark as {target}: {e}"
         ) from e
 
 
-def to_spark_table(
-    table: pa.Table, schema: pa.Schema, *, truncate_timestamps: bool = False
-) -> pa.Table:
+def to_spark_table(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """Cast a scan result to the Arrow types Spark expects (``schema`` from
     :func:`spark_arrow_schema`); columns are taken by name in ``schema`` order.
 
     Raises
     ------
     SchemaError
-        Nanosecond timestamps that are not whole microseconds (unless truncating).
+        A value cannot be represented (e.g. nanosecond timestamps that are not whole
+        microseconds: Spark holds microseconds).
     """
-    cols = [_cast(table.column(f.name), f.type, f.name, truncate_timestamps) for f in schema]
+    cols = [_cast(table.column(f.name), f.type, f.name) for f in schema]
     return pa.Table.from_arrays(cols, schema=schema)
 
 

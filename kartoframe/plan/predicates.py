@@ -204,20 +204,36 @@ def _value_set(lit: Literal) -> pa.Array:
     if pa.types.is_dictionary(t):
         t = t.value_type
     if pa.types.is_timestamp(t):
-        return pa.array(
+        ns = pa.array(
             [v.as_py() if isinstance(v, pa.Scalar) else v for v in lit.value],
             type=pa.timestamp("ns", tz=t.tz),
-        ).cast(t, safe=False)
+        )
+        out = ns.cast(t, safe=False)
+        # a literal with digits below the column's unit equals no stored value
+        return out.filter(pc.equal(out.cast(ns.type), ns))
     return pa.array(list(lit.value), type=None if pa.types.is_null(t) else t)
 
 
 def literal_expression(lit: Literal) -> pc.Expression:
     """The pyarrow expression of a literal, with kartoframe's null semantics."""
     f = pc.field(lit.column)
-    is_null = f.is_null(nan_is_null=True)
+    t = lit.arrow_type.value_type if pa.types.is_dictionary(lit.arrow_type) else lit.arrow_type
+    # not ``is_null(nan_is_null=True)``: pyarrow's scanner simplifies that to false for
+    # row groups whose statistics say null_count == 0, dropping their NaN rows
+    is_null = (f.is_null() | pc.is_nan(f)) if pa.types.is_floating(t) else f.is_null()
     op, v = lit.op, lit.value
     if op in ("in", "not in"):
-        expr = f.isin(_value_set(lit)) if v else pc.scalar(False)
+        if not v:
+            expr = pc.scalar(False)
+        elif pa.types.is_floating(t):
+            # pyarrow's scanner mis-simplifies ``is_in`` on float columns against row-group
+            # statistics (a file holding only 0.0 is skipped for ``is_in([0.0])``): use
+            # equalities, which it simplifies correctly
+            expr = f == _scalar(lit, v[0])
+            for x in v[1:]:
+                expr = expr | (f == _scalar(lit, x))
+        else:
+            expr = f.isin(_value_set(lit))
         if op == "in":
             return (expr | is_null) if lit.has_null else (expr & ~is_null)
         return ~expr & ~is_null

@@ -33,11 +33,21 @@ __all__ = ["PruneStats", "partition_values", "partition_values_table", "prune"]
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class PruneStats:
-    """How many partitions each pruning stage kept."""
+    """How many partitions each pruning stage kept.
+
+    ``after_statistics`` counts the files left after data skipping with per-file
+    statistics (the files a read opens); it equals ``after_indices`` when no statistics
+    were used (left at -1 by a caller, it is set to ``after_indices``).
+    """
 
     total: int
     after_partition_keys: int
     after_indices: int
+    after_statistics: int = -1
+
+    def __post_init__(self) -> None:
+        if self.after_statistics < 0:
+            object.__setattr__(self, "after_statistics", self.after_indices)
 
 
 def partition_values(

@@ -14,8 +14,16 @@ from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.index import index_from_embedded
 from kartoframe.plan.predicates import Literal, Predicate, bind, literal_expression, to_expression
 from kartoframe.plan.pruning import PruneStats, partition_values, prune
+from kartoframe.plan.skipping import skip_by_statistics
 
-__all__ = ["FilePart", "ReadTask", "ScanPlan", "plan_scan", "required_index_columns"]
+__all__ = [
+    "FilePart",
+    "ReadTask",
+    "ScanPlan",
+    "needs_statistics",
+    "plan_scan",
+    "required_index_columns",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -82,6 +90,19 @@ def required_index_columns(
     return wanted & secondary
 
 
+def needs_statistics(loaded: LoadedDataset, predicates: object) -> bool:
+    """Whether a query's predicates can use per-file statistics.
+
+    True if any literal is on a column that is not a partition key: the resolver should
+    then load the statistics.
+    """
+    if predicates is None:
+        return False
+    pred = bind(predicates, loaded.schema)
+    pk = set(loaded.metadata.partition_keys)
+    return pred is not None and any(c not in pk for c in pred.columns)
+
+
 def _check_columns(names: Sequence[str], schema: pa.Schema, what: str) -> None:
     missing = [c for c in names if c not in schema.names]
     if missing:
@@ -107,6 +128,7 @@ def plan_scan(
     categoricals: Sequence[str] | None = None,
     dates_as_object: bool = True,
     labels: Sequence[str] | None = None,
+    dispatch_nulls: bool = True,
 ) -> ScanPlan:
     """Plan a read of a loaded dataset.
 
@@ -127,6 +149,10 @@ def plan_scan(
         Return ``date`` columns as ``datetime.date`` objects.
     labels
         Candidate labels (default: the header's, in header order).
+    dispatch_nulls
+        When dispatching by a secondary-index column, add a last group (value None)
+        holding the rows whose value is null, so no row is lost (indices do not list
+        nulls). False drops those rows (needed for a sorted index with known divisions).
     """
     md, schema = loaded.metadata, loaded.schema
     if columns is not None:
@@ -140,9 +166,12 @@ def plan_scan(
     indices = _indices(loaded)
     candidates = list(md.partitions) if labels is None else list(labels)
     kept, stats = prune(pred, candidates, md.partition_keys, schema, indices)
+    if loaded.statistics is not None and pred is not None:
+        kept = skip_by_statistics(pred, kept, md.partitions, loaded.statistics, md.partition_keys)
+        stats = dataclasses.replace(stats, after_statistics=len(kept))
     pk = md.partition_keys
     parts = [FilePart(lb, md.partitions[lb], partition_values(lb, pk, schema)) for lb in kept]
-    tasks = _dispatch(parts, dispatch_by, pk, schema, indices)
+    tasks = _dispatch(parts, dispatch_by, pk, schema, indices, dispatch_nulls)
     return ScanPlan(
         dataset_uuid=md.uuid,
         table_name=md.table_name,
@@ -163,6 +192,7 @@ def _dispatch(
     partition_keys: Sequence[str],
     schema: pa.Schema,
     indices: dict[str, pa.Table],
+    dispatch_nulls: bool = True,
 ) -> list[ReadTask]:
     if dispatch_by is None:
         return [ReadTask((p,)) for p in parts]
@@ -195,6 +225,8 @@ def _dispatch(
                 vals = [p.partition_values[pk_pos[col]]]
             else:
                 vals = label_values[col].get(p.label, [])
+                if dispatch_nulls:
+                    vals = [*vals, None]  # any file may hold nulls; the filter finds them
             combos = [(*c, v) for c in combos for v in vals]
         for combo in combos:
             groups.setdefault(combo, []).append(p)
@@ -202,7 +234,7 @@ def _dispatch(
     tasks = []
     for combo, files in ordered:
         extra = tuple(
-            Literal(col, "==", v, schema.field(col).type)
+            Literal(col, "==", None if v is None else v, schema.field(col).type)
             for col, v in zip(dispatch, combo)
             if col not in pk_pos
         )
@@ -211,4 +243,7 @@ def _dispatch(
 
 
 def _sort_key(combo: tuple[Any, ...]) -> tuple[Any, ...]:
-    return tuple((type(v).__name__, v) for v in combo)
+    # null groups sort last
+    return tuple(
+        (v is None, "" if v is None else type(v).__name__, 0 if v is None else v) for v in combo
+    )

@@ -75,7 +75,7 @@ def check_write_columns(
         check_indexable(c, schema.field(c).type)
     for c in partition_on:
         t = schema.field(c).type
-        if pa.types.is_nested(t) or pa.types.is_null(t) or pa.types.is_binary(t):
+        if pa.types.is_nested(t) or pa.types.is_binary(t):
             raise InvalidInputError(f"Cannot partition on column {c!r} of type {t}.")
 
 

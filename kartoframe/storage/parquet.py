@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -10,7 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from kartoframe.storage.store import Store
+from kartoframe.storage.store import Store, local_makedirs
 
 __all__ = ["read_files", "read_footer", "write_table"]
 
@@ -39,10 +40,7 @@ def write_table(
     if store.is_local:
 
         def _write_local() -> int:
-            import os
-
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            pq.write_table(table, path, **kwargs)
+            local_makedirs(path, lambda: pq.write_table(table, path, **kwargs))
             return os.path.getsize(path)
 
         return store.with_retry("write", key, _write_local)

@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 import pyarrow as pa
 
-from kartoframe.errors import CorruptMetadataError, DatasetNotFoundError, FormatError
+from kartoframe.errors import (
+    CorruptMetadataError,
+    DatasetNotFoundError,
+    FormatError,
+    UnsafePathError,
+)
 from kartoframe.format import naming
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.header import DatasetHeader, decode_header
+from kartoframe.format.header import DatasetHeader, decode_header, kartoframe_section
 from kartoframe.format.index import index_from_bytes, index_from_embedded
 from kartoframe.format.schema import schema_from_bytes
+from kartoframe.format.statistics import StatisticsRef, statistics_from_bytes
+from kartoframe.storage.log import State, current_state, historic_state
 from kartoframe.storage.store import Store
 
 __all__ = [
+    "statistics_ref",
     "dataset_exists",
     "existing_header_formats",
     "load_dataset",
     "load_indices",
+    "load_statistics",
+    "loaded_from_state",
     "read_header",
 ]
 
@@ -27,9 +38,14 @@ def read_header(store: Store, dataset_uuid: str) -> tuple[DatasetHeader, bytes] 
     """Read and decode the header (JSON first, then msgpack), or None if absent."""
     naming.validate_uuid(dataset_uuid)
     for fmt in ("json", "msgpack"):
-        data = store.get_or_none(naming.header_key(dataset_uuid, fmt))  # type: ignore[arg-type]
+        key = naming.header_key(dataset_uuid, fmt)  # type: ignore[arg-type]
+        data = store.get_or_none(key)
         if data is not None:
-            return decode_header(data, dataset_uuid, fmt), data  # type: ignore[arg-type]
+            try:
+                return decode_header(data, dataset_uuid, fmt), data  # type: ignore[arg-type]
+            except (FormatError, UnsafePathError) as e:
+                # name the header file, keeping the error class
+                raise type(e)(f"{e} (header file {key!r})") from e
     return None
 
 
@@ -43,9 +59,14 @@ def existing_header_formats(store: Store, dataset_uuid: str) -> list[naming.Meta
 
 
 def dataset_exists(store: Store, dataset_uuid: str) -> bool:
-    """Whether a dataset header exists."""
+    """Whether the dataset exists: it has a header, and its current version (after any
+    newer entries of the transaction log) does not delete it.
+    """
     naming.validate_uuid(dataset_uuid)
-    return bool(existing_header_formats(store, dataset_uuid))
+    try:
+        return current_state(store, dataset_uuid) is not None
+    except (FormatError, UnsafePathError):
+        return True  # a header exists, but it (or the log) is broken: not "absent"
 
 
 def _find_table(store: Store, dataset_uuid: str, preferred: str) -> str | None:
@@ -84,20 +105,47 @@ def load_dataset(
     *,
     index_columns: Iterable[str] = (),
     default_table: str = "table",
+    version: int | None = None,
+    as_of: object = None,
 ) -> LoadedDataset:
     """Load the header and schema (and the requested secondary indices).
+
+    Without ``version``/``as_of`` this is the current version: the header, rolled forward
+    over newer entries of the transaction log if it lags (see ``docs/transactions.md``).
+    ``version`` (a log version) or ``as_of`` (a timestamp: ``datetime``, ``pandas.Timestamp``,
+    ISO string or epoch milliseconds) select a past version, rebuilt from the log.
 
     Raises
     ------
     DatasetNotFoundError
-        No header exists.
+        No header exists (or the selected version deletes the dataset).
     CorruptMetadataError, UnsupportedVersionError
-        The header or schema cannot be decoded.
+        The header, the log or the schema cannot be decoded.
+    InvalidInputError
+        The requested version is not in the log.
     """
-    found = read_header(store, dataset_uuid)
-    if found is None:
-        raise DatasetNotFoundError(dataset_uuid, store.url)
-    md, raw = found
+    naming.validate_uuid(dataset_uuid)
+    state: State | None
+    if version is not None or as_of is not None:
+        state = historic_state(store, dataset_uuid, version=version, as_of=as_of)
+    else:
+        state = current_state(store, dataset_uuid)
+    if state is None or state.header is None:
+        raise DatasetNotFoundError(dataset_uuid, store.display_url)
+    return loaded_from_state(store, state, index_columns=index_columns, default_table=default_table)
+
+
+def loaded_from_state(
+    store: Store,
+    state: State,
+    *,
+    index_columns: Iterable[str] = (),
+    default_table: str = "table",
+) -> LoadedDataset:
+    """A :class:`LoadedDataset` of a state: its header and schema (and some indices)."""
+    assert state.header is not None
+    md, raw = state.header, state.header_bytes
+    dataset_uuid = md.uuid
     if not md.partitions:
         table = _find_table(
             store, md.uuid, md.table_name if md.explicit_partitions else default_table
@@ -111,7 +159,9 @@ def load_dataset(
         if not md.partition_keys and parts:
             first = next(iter(parts))
             md = md.replace(partition_keys=tuple(c for c, _ in naming.parse_label(first)))
-    schema_bytes = store.get_or_none(naming.common_metadata_key(md.uuid, md.table_name))
+    schema_bytes = state.schema
+    if schema_bytes is None:
+        schema_bytes = store.get_or_none(naming.common_metadata_key(md.uuid, md.table_name))
     if schema_bytes is None:
         raise FormatError(
             f"Dataset {dataset_uuid!r} has no schema file "
@@ -146,4 +196,40 @@ def load_indices(store: Store, loaded: LoadedDataset, columns: Iterable[str]) ->
         else:
             continue
         indices[col] = idx
-    return LoadedDataset(md, loaded.schema, indices, loaded.header_bytes)
+    return dataclasses.replace(loaded, indices=indices)
+
+
+def statistics_ref(md: DatasetHeader) -> StatisticsRef | None:
+    """The header's statistics reference, or None (no statistics, or a malformed entry)."""
+    ref = StatisticsRef.from_dict(kartoframe_section(md).get("statistics"), md.uuid)
+    return ref if ref is not None and ref.key is not None else None
+
+
+def load_statistics(store: Store, loaded: LoadedDataset) -> LoadedDataset:
+    """Return ``loaded`` with its per-file statistics (unchanged if it has none).
+
+    A header without a statistics reference (written by plateau, or by a kartoframe
+    version without statistics) and a file of a newer layout version read as "no
+    statistics". Rows are only ever used for labels whose data file key they repeat.
+
+    Raises
+    ------
+    CorruptMetadataError
+        The referenced file is missing or cannot be decoded (rebuild it with
+        ``build_dataset_statistics``).
+    """
+    if loaded.statistics is not None:
+        return loaded
+    ref = statistics_ref(loaded.metadata)
+    if ref is None or ref.key is None:
+        return loaded
+    data = store.get_or_none(ref.key)
+    if data is None:
+        raise CorruptMetadataError(
+            f"Statistics file {ref.key!r} of dataset {loaded.uuid!r} is missing; rebuild "
+            "it with build_dataset_statistics."
+        )
+    table = statistics_from_bytes(data, origin=repr(ref.key))
+    if table is None:
+        return loaded
+    return dataclasses.replace(loaded, statistics=table)

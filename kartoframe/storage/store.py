@@ -3,6 +3,13 @@
 This module (with the rest of :mod:`kartoframe.storage`) is the only place that talks to
 fsspec. Keys are ``/``-separated and relative to the store root; every key is checked so
 that no name can address a file outside the root.
+
+Every verb runs through one retry policy: transient failures (timeouts, dropped
+connections, 5xx answers surfaced as ``OSError``) are retried with exponential backoff
+and jitter; when the attempts are exhausted, or the failure is permanent (permission
+denied, read-only or full disk), a :class:`~kartoframe.errors.StorageError` is raised.
+A missing key is not a failure of the store: it raises ``FileNotFoundError`` (or returns
+None / False, depending on the verb) and is never retried.
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import contextlib
 import errno
 import os
 import random
+import sys
 import threading
 import time
 import uuid as _uuid
@@ -21,12 +29,20 @@ from urllib.parse import urlsplit
 import fsspec
 import pyarrow.fs as pafs
 
-from kartoframe.errors import InvalidInputError, StorageError, UnsafePathError
+from kartoframe.errors import (
+    InvalidInputError,
+    InvalidTypeError,
+    KartoframeError,
+    MissingDependencyError,
+    StorageError,
+    UnsafePathError,
+)
 
 __all__ = ["Store", "ensure_store"]
 
 T = TypeVar("T")
 
+#: Errors that describe the state of a key, not a failure of the store.
 _NOT_TRANSIENT = (
     FileNotFoundError,
     FileExistsError,
@@ -34,23 +50,93 @@ _NOT_TRANSIENT = (
     IsADirectoryError,
     NotADirectoryError,
 )
-_SECRET_WORDS = ("key", "secret", "token", "password", "credential", "sas", "signature")
+#: ``OSError`` numbers that retrying cannot fix.
+_PERMANENT_ERRNOS = frozenset(
+    {
+        errno.ENOSPC,
+        errno.EROFS,
+        errno.EACCES,
+        errno.EPERM,
+        errno.EINVAL,
+        errno.ENOENT,
+        errno.EEXIST,
+        errno.EISDIR,
+        errno.ENOTDIR,
+        errno.ENAMETOOLONG,
+        errno.EDQUOT,
+        errno.EBADF,
+    }
+)
+_SECRET_WORDS = (
+    "key",
+    "secret",
+    "token",
+    "password",
+    "passphrase",
+    "credential",
+    "sas",
+    "signature",
+    "connection_string",
+    "auth",
+    "private",
+)
+#: Object stores whose fsspec implementation keeps a listings cache; kartoframe turns it
+#: off (unless the caller sets ``use_listings_cache``) because other processes write.
+_LISTING_CACHE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "az", "adl", "abfss"})
+#: Protocols whose fsspec implementation does an atomic conditional PUT for
+#: ``pipe_file(mode="create")`` (``If-None-Match: *``), including empty objects.
+_PIPE_CREATE_PROTOCOLS = frozenset({"s3", "s3a"})
+_MISSING_PACKAGE = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3")}
 _memory_lock = threading.Lock()
 
 
-def _is_secret(name: str) -> bool:
-    low = name.lower()
+def _is_secret(name: object) -> bool:
+    low = str(name).lower()
     return any(w in low for w in _SECRET_WORDS)
 
 
-def _redact(options: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for k, v in options.items():
-        if isinstance(v, dict):
-            out[k] = _redact(v)
-        else:
-            out[k] = "***" if _is_secret(k) else v
+def _redact(value: Any) -> Any:
+    """A copy of storage options with every secret-looking value replaced by ``***``."""
+    if isinstance(value, dict):
+        return {k: "***" if _is_secret(k) else _redact(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_redact(v) for v in value)
+    return value
+
+
+def _secret_values(value: Any, inside_secret: bool = False) -> list[str]:
+    """Every string stored under a secret-looking option name (recursively)."""
+    out: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            out += _secret_values(v, inside_secret or _is_secret(k))
+    elif isinstance(value, list | tuple):
+        for v in value:
+            out += _secret_values(v, inside_secret)
+    elif inside_secret and isinstance(value, str | bytes) and value:
+        out.append(value.decode(errors="replace") if isinstance(value, bytes) else value)
     return out
+
+
+def _redact_url(url: str) -> str:
+    """Hide a password embedded in a URL (``proto://user:password@host/...``)."""
+    if "://" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    netloc, sep, path = rest.partition("/")
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        netloc = f"{userinfo}@{host}"
+    return f"{scheme}://{netloc}{sep}{path}"
+
+
+def _url_password(url: str) -> str | None:
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
 
 
 class Store:
@@ -59,14 +145,28 @@ class Store:
     Parameters
     ----------
     url
-        ``file:///abs/dir``, a plain path, ``memory://name``, ``s3://bucket/prefix``,
-        ``gs://...``, ``abfs://...`` or any fsspec URL. ``hfs://`` (minimalkv style) is
-        accepted as a synonym of ``file://``.
+        ``file:///abs/dir``, a plain path (``str`` or ``pathlib.Path``),
+        ``memory://name``, ``s3://bucket/prefix``, ``gs://...``, ``abfs://...`` or any
+        fsspec URL. ``hfs://`` (minimalkv style) is accepted as a synonym of ``file://``.
     retries
-        Attempts for transient errors (timeouts, 5xx, connection resets).
+        Attempts for transient errors (timeouts, 5xx, connection resets); at least 1.
+    filesystem
+        An already constructed fsspec filesystem to use instead of creating one from
+        ``url`` and ``storage_options`` (for wrappers: caching, instrumentation, fault
+        injection in tests). Paths given to it are ``<root>/<key>`` as for the default
+        filesystem. It travels with the Store when pickled. On local folders, publishing
+        (:meth:`put`, :meth:`put_if_absent`) and Parquet I/O use the operating system
+        directly, so only reads and listings go through it.
     **storage_options
         Passed to the fsspec filesystem (credentials, ``client_kwargs``, ...). They are
         never shown in ``repr`` or error messages.
+
+    Notes
+    -----
+    A Store is cheap to pickle (URL and options only): it travels into dask and Spark
+    tasks and opens its filesystem lazily, on first use, in whichever process uses it.
+    Listing caches of object-store filesystems are disabled by default (other processes
+    write to the same prefix); pass ``use_listings_cache=True`` to re-enable them.
 
     Examples
     --------
@@ -77,26 +177,48 @@ class Store:
     b'hello'
     """
 
-    def __init__(self, url: str, *, retries: int = 5, **storage_options: Any) -> None:
-        if not isinstance(url, str) or not url:
-            raise InvalidInputError(f"A store URL must be a non-empty string, got {url!r}.")
+    def __init__(
+        self,
+        url: str | os.PathLike[str],
+        *,
+        retries: int = 5,
+        filesystem: fsspec.AbstractFileSystem | None = None,
+        **storage_options: Any,
+    ) -> None:
+        if isinstance(url, os.PathLike):
+            url = os.fspath(url)
+        if not isinstance(url, str):
+            raise InvalidTypeError(f"A store URL must be a string, got {type(url).__name__}.")
+        if not url:
+            raise InvalidInputError("A store URL must be a non-empty string.")
+        if filesystem is not None and not isinstance(filesystem, fsspec.AbstractFileSystem):
+            raise InvalidTypeError(
+                f"filesystem must be an fsspec filesystem, got {type(filesystem).__name__}."
+            )
+        if not isinstance(retries, int) or isinstance(retries, bool):
+            raise InvalidTypeError(f"retries must be an int, got {type(retries).__name__}.")
         scheme = urlsplit(url).scheme if "://" in url else ""
-        if scheme in ("", "hfs"):
+        if scheme in ("", "hfs", "file"):
             path = url.split("://", 1)[1] if "://" in url else url
+            if not path:
+                raise InvalidInputError(f"Store URL {url!r} names no directory.")
             self._protocol = "file"
             self._root = os.path.abspath(path)
             self.url = "file://" + self._root
-        elif scheme == "file":
-            self._protocol = "file"
-            self._root = os.path.abspath(url[len("file://") :])
-            self.url = "file://" + self._root
         else:
+            if filesystem is None and scheme not in fsspec.available_protocols():
+                raise InvalidInputError(
+                    f"Unknown storage protocol {scheme!r} in store URL "
+                    f"{_redact_url(url)!r}; known: file, memory, s3, gs, abfs, ... "
+                    "(any fsspec protocol)."
+                )
             self._protocol = scheme
             self._root = url.split("://", 1)[1].rstrip("/")
             self.url = url.rstrip("/")
         self.storage_options = dict(storage_options)
-        self.retries = max(1, int(retries))
-        self._fs: fsspec.AbstractFileSystem | None = None
+        self.retries = max(1, retries)
+        self._filesystem = filesystem
+        self._fs: fsspec.AbstractFileSystem | None = filesystem
 
     # -- identity and pickling ---------------------------------------------------------
     def __getstate__(self) -> dict[str, Any]:
@@ -106,6 +228,7 @@ class Store:
             "retries": self.retries,
             "_protocol": self._protocol,
             "_root": self._root,
+            "_filesystem": self._filesystem,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -114,11 +237,12 @@ class Store:
         self.retries = state["retries"]
         self._protocol = state["_protocol"]
         self._root = state["_root"]
-        self._fs = None
+        self._filesystem = state.get("_filesystem")
+        self._fs = self._filesystem
 
     def __repr__(self) -> str:
         opts = f", {_redact(self.storage_options)}" if self.storage_options else ""
-        return f"Store({self.url!r}{opts})"
+        return f"Store({self.display_url!r}{opts})"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Store) and (self.url, self.storage_options) == (
@@ -130,6 +254,16 @@ class Store:
         return hash(self.url)
 
     @property
+    def display_url(self) -> str:
+        """The URL with any embedded password hidden (safe for messages and logs)."""
+        return _redact_url(self.url)
+
+    @property
+    def protocol(self) -> str:
+        """The fsspec protocol (``"file"`` for local folders)."""
+        return self._protocol
+
+    @property
     def is_local(self) -> bool:
         """True for a local folder."""
         return self._protocol == "file"
@@ -138,39 +272,74 @@ class Store:
     def fs(self) -> fsspec.AbstractFileSystem:
         """The fsspec filesystem, created on first use."""
         if self._fs is None:
-            if self._protocol == "file":
-                self._fs = fsspec.filesystem("file", auto_mkdir=True)
-            else:
-                self._fs = fsspec.filesystem(self._protocol, **self.storage_options)
+            self._fs = self._open_filesystem()
         return self._fs
+
+    def _open_filesystem(self) -> fsspec.AbstractFileSystem:
+        if self._protocol == "file":
+            return fsspec.filesystem("file", auto_mkdir=True)
+        options = dict(self.storage_options)
+        if self._protocol in _LISTING_CACHE_PROTOCOLS:
+            options.setdefault("use_listings_cache", False)
+        try:
+            return fsspec.filesystem(self._protocol, **options)
+        except ImportError as e:
+            if self._protocol in _MISSING_PACKAGE:
+                raise MissingDependencyError(*_MISSING_PACKAGE[self._protocol]) from None
+            raise InvalidInputError(
+                f"Cannot open store {self.display_url}: {self._safe_message(e)}"
+            ) from None
 
     def path(self, key: str) -> str:
         """The filesystem path of a key (after checking it is safe)."""
         _check_key(key)
         return f"{self._root}/{key}" if self._root else key
 
-    def _key_of(self, path: str) -> str:
-        path = path.replace("\\", "/") if self.is_local and os.sep == "\\" else path
-        root = self._root.rstrip("/") + "/"
-        stripped = self.fs._strip_protocol(path) if not self.is_local else path
-        if stripped.startswith(root):
-            return stripped[len(root) :]
-        return stripped.lstrip("/")
+    def _key_of(self, path: str) -> str | None:
+        """The key of a path returned by a listing (None if outside the root)."""
+        if self.is_local and os.sep == "\\":  # pragma: no cover - Windows only
+            path = path.replace("\\", "/")
+        if "://" in path:
+            path = path.split("://", 1)[1]
+        root = self._root.strip("/")
+        if not root:
+            return path.lstrip("/") or None
+        stripped = path.lstrip("/")
+        if stripped.startswith(root + "/"):
+            return stripped[len(root) + 1 :] or None
+        return None
 
     # -- retries ---------------------------------------------------------------------
+    def _safe_message(self, e: BaseException) -> str:
+        text = str(e)
+        secrets = _secret_values(self.storage_options)
+        pw = _url_password(self.url)
+        if pw:
+            secrets.append(pw)
+        for s in sorted(set(secrets), key=len, reverse=True):
+            text = text.replace(s, "***")
+        return text
+
+    def _error(self, what: str, key: str, e: BaseException, attempts: int) -> StorageError:
+        err = StorageError(
+            f"{what} of {key!r} in {self.display_url} failed after {attempts} "
+            f"attempt(s): {type(e).__name__}: {self._safe_message(e)}"
+        )
+        err.errno = getattr(e, "errno", None)
+        return err
+
     def _call(self, what: str, key: str, fn: Callable[[], T]) -> T:
         delay = 0.05
-        for attempt in range(self.retries):
+        for attempt in range(1, self.retries + 1):
             try:
                 return fn()
-            except _NOT_TRANSIENT:
+            except (FileNotFoundError, KartoframeError):
                 raise
-            except (OSError, TimeoutError, ConnectionError) as e:
-                if attempt + 1 >= self.retries or not _transient(e):
-                    raise StorageError(
-                        f"{what} of {key!r} in {self.url} failed after {attempt + 1} "
-                        f"attempt(s): {type(e).__name__}: {_safe_message(e, self)}"
-                    ) from None
+            except Exception as e:
+                if not _is_store_failure(e):
+                    raise
+                if attempt >= self.retries or not _transient(e):
+                    raise self._error(what, key, e, attempt) from None
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -179,7 +348,12 @@ class Store:
     def get(self, key: str) -> bytes:
         """Return the bytes of a key (``FileNotFoundError`` if missing)."""
         path = self.path(key)
-        return self._call("get", key, lambda: self.fs.cat_file(path))  # type: ignore[no-any-return]
+        # s3fs probes the size (HEAD, and a LIST for a missing key) before a concurrent
+        # chunked GET; metadata files are small: one plain GET is one request
+        kwargs = {"max_concurrency": 1} if self._protocol in _PIPE_CREATE_PROTOCOLS else {}
+        return self._call(
+            "get", key, lambda: _as_bytes(self._not_dir(self.fs.cat_file, path, **kwargs))
+        )
 
     def get_or_none(self, key: str) -> bytes | None:
         """Return the bytes of a key, or None if it does not exist."""
@@ -189,10 +363,16 @@ class Store:
             return None
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
-        """Return bytes ``[start, end)`` of a key."""
+        """Return bytes ``[start, end)`` of a key (clipped to its size)."""
         path = self.path(key)
-        return self._call(  # type: ignore[no-any-return]
-            "ranged get", key, lambda: self.fs.cat_file(path, start=start, end=end)
+        if not (isinstance(start, int) and isinstance(end, int)) or start < 0 or end < start:
+            raise InvalidInputError(f"Invalid byte range [{start}, {end}) for key {key!r}.")
+        if end == start:
+            return b""
+        return self._call(
+            "ranged get",
+            key,
+            lambda: _as_bytes(self._not_dir(self.fs.cat_file, path, start=start, end=end)),
         )
 
     def put(self, key: str, data: bytes) -> None:
@@ -207,29 +387,51 @@ class Store:
         """Create a key only if it does not exist; return whether this call created it.
 
         Local disk: a finished temp file is hard-linked to the final name
-        (``os.link`` fails if it exists). S3/GCS/Azure: a conditional PUT
-        (``If-None-Match: *``) through fsspec's exclusive-create mode. ``memory://``:
-        a process lock.
+        (``os.link`` fails if it exists). S3: a conditional PUT (``If-None-Match: *``,
+        also for empty objects). GCS/Azure: fsspec's exclusive-create mode.
+        ``memory://``: a process lock.
+
+        If an attempt fails transiently and the retry finds the key holding exactly
+        ``data``, the earlier attempt is taken to have succeeded (its answer was lost)
+        and True is returned.
         """
         path = self.path(key)
         if self.is_local:
             return self._call("put_if_absent", key, lambda: _local_publish(path, data, False))
-        if self._protocol == "memory":
-            with _memory_lock:
-                if self.fs.exists(path):
-                    return False
-                self.fs.pipe_file(path, data)
-                return True
+        attempts = 0
 
-        def _xput() -> bool:
+        def _create() -> bool:
+            nonlocal attempts
+            attempts += 1
             try:
-                with self.fs.open(path, "xb") as f:
-                    f.write(data)
+                if self._protocol == "memory":
+                    with _memory_lock:
+                        if self.fs.exists(path):
+                            raise FileExistsError(path)
+                        self.fs.pipe_file(path, data)
+                elif self._protocol in _PIPE_CREATE_PROTOCOLS:
+                    self.fs.pipe_file(path, data, mode="create")
+                else:
+                    with self.fs.open(path, "xb") as f:
+                        f.write(data)
             except FileExistsError:
-                return False
+                return attempts > 1 and self._holds(path, data)
             return True
 
-        return self._call("put_if_absent", key, _xput)
+        return self._call("put_if_absent", key, _create)
+
+    def _holds(self, path: str, data: bytes) -> bool:
+        try:
+            return bytes(self.fs.cat_file(path)) == bytes(data)
+        except Exception:
+            return False
+
+    def _not_dir(self, fn: Callable[..., Any], path: str, **kwargs: Any) -> Any:
+        """Call ``fn(path)``; a directory at ``path`` counts as a missing key."""
+        try:
+            return fn(path, **kwargs)
+        except IsADirectoryError:
+            raise FileNotFoundError(errno.ENOENT, "no object at key (a directory)", path) from None
 
     def delete(self, key: str) -> None:
         """Delete a key; a missing key is not an error."""
@@ -240,64 +442,100 @@ class Store:
                 self.fs.rm_file(path)
 
         self._call("delete", key, _rm)
+        if self.is_local:
+            _prune_empty_dirs(os.path.dirname(path), self._root)
 
     def delete_many(self, keys: Iterable[str]) -> None:
-        """Delete several keys (missing ones are ignored)."""
+        """Delete several keys (missing ones are ignored).
+
+        All keys are checked before anything is deleted.
+        """
         keys = list(keys)
+        paths = [self.path(k) for k in keys]
         if not keys:
             return
         if self.is_local or self._protocol == "memory":
             for k in keys:
                 self.delete(k)
             return
-        paths = [self.path(k) for k in keys]
-        self._call("delete", keys[0], lambda: self.fs.rm(paths))
+
+        def _rm() -> None:
+            with contextlib.suppress(FileNotFoundError):
+                self.fs.rm(paths)
+
+        self._call("delete", keys[0] if len(keys) == 1 else f"{keys[0]} (+{len(keys) - 1})", _rm)
 
     def exists(self, key: str) -> bool:
-        """Whether a key exists."""
+        """Whether a key exists (a "directory" is not a key)."""
         path = self.path(key)
         return bool(self._call("exists", key, lambda: self.fs.isfile(path)))
 
+    def _list_start(self, prefix: str) -> str:
+        if prefix:
+            if not isinstance(prefix, str):
+                raise InvalidTypeError(f"A key prefix must be a string, got {prefix!r}.")
+            _check_key(prefix, allow_trailing=True)
+        base, _, _ = prefix.rpartition("/")
+        return self.path(base) if base else self._root
+
     def iter_keys(self, prefix: str = "") -> Iterator[str]:
         """All keys starting with ``prefix`` (recursive, sorted)."""
-        if prefix:
-            _check_key(prefix.rstrip("/") or prefix, allow_trailing=True)
-        base, _, _ = prefix.rpartition("/")
-        start = self.path(base) if base else self._root
+        start = self._list_start(prefix)
         try:
-            found = self._call("list", prefix, lambda: self.fs.find(start))
+            found = self._call("list", prefix or "<root>", lambda: self.fs.find(start))
         except FileNotFoundError:
             return iter(())
-        keys = sorted(self._key_of(p) for p in found)
-        return iter([k for k in keys if k.startswith(prefix)])
+        keys = {self._key_of(p) for p in found}
+        return iter(sorted(k for k in keys if k is not None and k.startswith(prefix)))
 
     def iter_prefixes(self, prefix: str = "", delimiter: str = "/") -> Iterator[str]:
-        """Names directly below ``prefix`` up to the next delimiter (cube discovery)."""
+        """Names directly below the "directory" of ``prefix`` that start with it.
+
+        Keys are returned as they are, "directories" with a trailing ``/`` (cube
+        discovery: ``iter_prefixes("cube++")`` yields ``cube++seed/`` and
+        ``cube++seed.by-dataset-metadata.json``). Sorted, without duplicates.
+        """
         if delimiter != "/":
             raise InvalidInputError("Only '/' is supported as delimiter.")
-        base, _, _ = prefix.rpartition("/")
-        start = self.path(base) if base else self._root
+        start = self._list_start(prefix)
         try:
-            entries = self._call("list", prefix, lambda: self.fs.ls(start, detail=True))
+            entries = self._call("list", prefix or "<root>", lambda: self.fs.ls(start, detail=True))
         except FileNotFoundError:
             return iter(())
-        out = []
+        out: set[str] = set()
         for e in entries:
             key = self._key_of(e["name"])
-            if not key.startswith(prefix):
+            if key is None or not key.startswith(prefix):
                 continue
-            out.append(key + "/" if e.get("type") == "directory" else key)
+            key = key.rstrip("/")
+            out.add(key + "/" if e.get("type") == "directory" else key)
         return iter(sorted(out))
 
     def open_input(self, key: str) -> IO[bytes]:
         """A seekable binary file object for ranged reads (Parquet footers)."""
         path = self.path(key)
-        return self._call("open", key, lambda: self.fs.open(path, "rb"))  # type: ignore[no-any-return]
+
+        def _open() -> IO[bytes]:
+            f = self._not_dir(self.fs.open, path, mode="rb")
+            details = getattr(f, "details", None)  # object stores: a "directory" opens lazily
+            if isinstance(details, dict) and details.get("type") == "directory":
+                f.close()
+                raise FileNotFoundError(errno.ENOENT, "no object at key (a directory)", path)
+            return f  # type: ignore[no-any-return]
+
+        return self._call("open", key, _open)
 
     def size(self, key: str) -> int:
-        """Size of a key in bytes."""
+        """Size of a key in bytes (``FileNotFoundError`` if missing)."""
         path = self.path(key)
-        return int(self._call("size", key, lambda: self.fs.size(path)))
+
+        def _size() -> int:
+            info = self.fs.info(path)
+            if info.get("type") == "directory":
+                raise FileNotFoundError(errno.ENOENT, "no object at key (a directory)", path)
+            return int(info["size"])
+
+        return self._call("size", key, _size)
 
     def arrow_filesystem(self) -> pafs.FileSystem:
         """A pyarrow filesystem for :meth:`path` names (native for local folders)."""
@@ -315,20 +553,42 @@ class Store:
         return self._call(what, key, fn)
 
 
+def _as_bytes(data: Any) -> bytes:
+    return data if isinstance(data, bytes) else bytes(data)
+
+
+def _client_failure_types() -> tuple[type[BaseException], ...]:
+    """Transport errors of object-store clients that do not derive from ``OSError``.
+
+    Only clients that are already imported are looked at (no import cost).
+    """
+    out: list[type[BaseException]] = []
+    botocore = sys.modules.get("botocore.exceptions")
+    if botocore is not None:
+        out += [botocore.ConnectionError, botocore.HTTPClientError]
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None:
+        out += [aiohttp.ClientConnectionError, aiohttp.ClientPayloadError]
+    azure = sys.modules.get("azure.core.exceptions")
+    if azure is not None:
+        out += [azure.ServiceRequestError, azure.ServiceResponseError]
+    return tuple(out)
+
+
+def _is_store_failure(e: BaseException) -> bool:
+    """Whether ``e`` is a failure of the store (I/O), as opposed to a programming error."""
+    return isinstance(e, (OSError, TimeoutError, ConnectionError, *_client_failure_types()))
+
+
 def _transient(e: BaseException) -> bool:
+    """Whether retrying may help."""
+    if isinstance(e, _NOT_TRANSIENT):
+        return False
     if isinstance(e, TimeoutError | ConnectionError):
         return True
-    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EROFS):
-        return False
-    return isinstance(e, OSError)
-
-
-def _safe_message(e: BaseException, store: Store) -> str:
-    text = str(e)
-    for k, v in store.storage_options.items():
-        if _is_secret(k) and isinstance(v, str) and v:
-            text = text.replace(v, "***")
-    return text
+    if isinstance(e, OSError):
+        return e.errno not in _PERMANENT_ERRNOS
+    return isinstance(e, _client_failure_types())
 
 
 def _check_key(key: str, allow_trailing: bool = False) -> None:
@@ -344,14 +604,49 @@ def _check_key(key: str, allow_trailing: bool = False) -> None:
             raise UnsafePathError(f"Unsafe key {key!r}: empty, '.' or '..' component.")
 
 
+def _prune_empty_dirs(directory: str, root: str) -> None:
+    """Remove empty folders from ``directory`` up to (not including) ``root``.
+
+    Object stores have no empty "directories"; removing them after a delete keeps local
+    listings the same. A folder a concurrent writer fills again is left alone (rmdir
+    fails on a non-empty folder), and writers recreate a folder pruned under them (see
+    :func:`local_makedirs`).
+    """
+    while directory != root and directory.startswith(root + os.sep):
+        try:
+            os.rmdir(directory)
+        except OSError:
+            return
+        directory = os.path.dirname(directory)
+
+
+def local_makedirs(path: str, write: Callable[[], T], attempts: int = 5) -> T:
+    """Create the parent folders of ``path`` and call ``write``.
+
+    ``write`` is repeated if the folder vanished before it created its file (a
+    concurrent delete pruned the then-empty folder).
+    """
+    for attempt in range(attempts):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        try:
+            return write()
+        except FileNotFoundError:
+            if attempt + 1 == attempts or os.path.isdir(os.path.dirname(path)):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 def _local_publish(path: str, data: bytes, replace: bool) -> bool:
     directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{_uuid.uuid4().hex}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+
+    def _write_tmp() -> None:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+
+    local_makedirs(tmp, _write_tmp)
     try:
         if replace:
             os.replace(tmp, path)
@@ -366,17 +661,37 @@ def _local_publish(path: str, data: bytes, replace: bool) -> bool:
             os.unlink(tmp)
 
 
-def ensure_store(store: Store | str | Callable[[], Any]) -> Store:
+def ensure_store(store: Store | str | os.PathLike[str] | Callable[[], Any]) -> Store:
     """Normalise the ``store`` argument of every public function.
 
-    Accepts a :class:`Store`, a URL string, or a zero-argument factory returning either.
+    Accepts a :class:`Store`, a URL string or local path (``str`` or ``pathlib.Path``),
+    or a zero-argument factory returning one of those.
+
+    Raises
+    ------
+    InvalidTypeError
+        For any other type, or a factory returning one.
+    InvalidInputError
+        For an empty URL or an unknown protocol.
     """
     if isinstance(store, Store):
         return store
     if isinstance(store, str):
         return Store(store)
-    if callable(store):
-        return ensure_store(store())
-    raise InvalidInputError(
+    if isinstance(store, os.PathLike):
+        path = os.fspath(store)
+        if isinstance(path, str):
+            return Store(path)
+    elif callable(store):
+        made = store()
+        if isinstance(made, Store | str) or (
+            isinstance(made, os.PathLike) and isinstance(os.fspath(made), str)
+        ):
+            return ensure_store(made)
+        raise InvalidTypeError(
+            f"The store factory {store!r} returned {type(made).__name__}; it must return a "
+            "kartoframe.Store or a URL string."
+        )
+    raise InvalidTypeError(
         f"store must be a kartoframe.Store, a URL string or a factory, got {type(store).__name__}."
     )

@@ -151,9 +151,12 @@ def test_overwrite_and_garbage_collection(store) -> None:
         store=store, dataset_uuid="ds", dfs=[frame(3, 10)], partition_on=["p"], overwrite=True
     )
     assert sorted(kf.read_table("ds", store)["v"]) == [10, 11, 12]
-    removed = kf.garbage_collect_dataset("ds", store)
-    assert len(removed) == 3  # two old data files + the old index
+    # version 0 was current a moment ago: inside the default retention window, kept
     assert kf.garbage_collect_dataset("ds", store) == []
+    removed = kf.garbage_collect_dataset("ds", store, retention_hours=0)
+    assert len(removed) == 4  # two old data files + the old index + the old statistics
+    assert sum("/_kartoframe/stats/" in k for k in removed) == 1
+    assert kf.garbage_collect_dataset("ds", store, retention_hours=0) == []
     assert sorted(kf.read_table("ds", store)["v"]) == [10, 11, 12]
 
 

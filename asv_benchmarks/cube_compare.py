@@ -1,0 +1,373 @@
+#!/usr/bin/env python
+"""Compare kartoframe's cube queries with kartothek 5.3's ``query_cube`` on the same data.
+
+kartothek 5.3 needs its own environment (pandas 1.5, pyarrow 10): its side runs in
+``.venv-kartothek53`` (create it with ``bash tests/golden/make_kartothek53_env.sh``) as a
+subprocess of this script (``--worker``), and each side times its queries in its own
+process. Rounds alternate (kartothek, kartoframe, kartothek, kartoframe, ...); medians and
+ratios are reported. Both processes run with the allocator settings of ``compare.py``.
+
+The cube (generated once, cached under ``bench-data/cube``):
+
+* ``seed``: dimensions ``x`` (16,000 values) x ``y`` (125 values) = 2,000,000 cells,
+  partitioned by ``p`` = ``y`` (125 partitions), payload ``v1``, index column ``i`` =
+  ``y // 5`` (each value in 5 partitions);
+* ``enrich``: payload ``v2`` on a random 60 % of the cells, same partitioning;
+* ``lowdim``: dimension ``x`` only, payload ``v3``, unpartitioned.
+
+kartothek builds the cube (``build_cube`` + ``extend_cube``); both systems query that store,
+so they read the same files. kartoframe's own build of the same data is queried too (row
+"kartoframe (own files)").
+
+Examples
+--------
+::
+
+    .venv/bin/python asv_benchmarks/cube_compare.py            # full run, ~2-3 min
+    .venv/bin/python asv_benchmarks/cube_compare.py --quick    # smaller cube, 2 repeats
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+KTK_PYTHON = REPO / ".venv-kartothek53" / "bin" / "python"
+DATA_VERSION = 1
+
+#: name -> (description, query spec). Specs are neutral (both sides build their own calls).
+QUERIES: dict[str, tuple[str, dict[str, Any]]] = {
+    "full": ("full query (3 datasets)", {}),
+    "enrich_condition": (
+        "condition on an enrich payload column (v2 > 0.5)",
+        {"conditions": [["v2", ">", 0.5]]},
+    ),
+    "projection": (
+        "projection onto x (payload v3)",
+        {"dimension_columns": ["x"], "payload_columns": ["v3"]},
+    ),
+    "index_partition_by": (
+        "index condition i == 3, partition_by p (eager)",
+        {"conditions": [["i", "==", 3]], "partition_by": ["p"]},
+    ),
+    "index_partition_by_dask": (
+        "index condition i == 3, partition_by p (dask, computed)",
+        {"conditions": [["i", "==", 3]], "partition_by": ["p"], "dask": True},
+    ),
+}
+
+CUBE = {"dimension_columns": ["x", "y"], "partition_columns": ["p"], "index_columns": ["i"]}
+
+
+# --------------------------------------------------------------------------------------------
+# shared (runs in both environments: stdlib, numpy, pandas, pyarrow only)
+# --------------------------------------------------------------------------------------------
+
+
+def summarize(dfs: list[Any]) -> dict[str, Any]:
+    """Rows per frame and rounded column sums: enough to see both sides return the same."""
+    sums: dict[str, float] = {}
+    for df in dfs:
+        for c in df.columns:
+            s = df[c]
+            if str(s.dtype) not in ("object", "str", "string"):
+                sums[c] = sums.get(c, 0.0) + float(s.astype("float64").sum())
+    return {
+        "frames": len(dfs),
+        "rows": sum(len(d) for d in dfs),
+        "columns": list(dfs[0].columns) if dfs else [],
+        "sums": {k: round(v, 3) for k, v in sorted(sums.items())},
+    }
+
+
+def time_queries(run: Any, names: list[str], repeat: int) -> dict[str, Any]:
+    """One warm-up call (its result summarised), then ``repeat`` timed calls per query."""
+    out: dict[str, Any] = {}
+    for name in names:
+        spec = QUERIES[name][1]
+        summary = summarize(run(spec))
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            run(spec)
+            times.append(time.perf_counter() - t0)
+        out[name] = {"times": times, "median": statistics.median(times), "summary": summary}
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# kartothek worker (runs inside .venv-kartothek53)
+# --------------------------------------------------------------------------------------------
+
+
+def _ktk_imports() -> Any:
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    import storefact
+    from kartothek.core.cube.conditions import C
+    from kartothek.core.cube.cube import Cube
+
+    return storefact, C, Cube
+
+
+def _ktk_conditions(C: Any, spec: dict[str, Any]) -> Any:
+    import numpy as np
+
+    out = []
+    for col, op, value in spec.get("conditions", []):
+        v = np.int64(value) if isinstance(value, int) else value
+        out.append({"==": C(col) == v, ">": C(col) > v}[op])
+    return out or None
+
+
+def worker_build(data_dir: Path, store_dir: Path) -> None:
+    """Build the cube with kartothek (eager build_cube + extend_cube)."""
+    import pandas as pd
+    from kartothek.io.eager_cube import build_cube, extend_cube
+
+    storefact, _, Cube = _ktk_imports()
+    store = storefact.get_store_from_url(f"hfs://{store_dir}")
+    cube = Cube(uuid_prefix="bench", **CUBE)
+    frames = {n: pd.read_parquet(data_dir / f"{n}.parquet") for n in ("seed", "enrich", "lowdim")}
+    build_cube(data={"seed": frames["seed"], "enrich": frames["enrich"]}, cube=cube, store=store)
+    extend_cube(
+        data={"lowdim": frames["lowdim"]}, cube=cube, store=store, partition_on={"lowdim": []}
+    )
+
+
+def worker_query(store_dir: Path, names: list[str], repeat: int) -> dict[str, Any]:
+    """Time kartothek's query_cube / query_cube_dataframe on a store."""
+    from kartothek.io.dask.dataframe_cube import query_cube_dataframe
+    from kartothek.io.eager_cube import query_cube
+
+    storefact, C, Cube = _ktk_imports()
+    store = storefact.get_store_from_url(f"hfs://{store_dir}")
+    cube = Cube(uuid_prefix="bench", **CUBE)
+
+    def run(spec: dict[str, Any]) -> list[Any]:
+        kw = {
+            "conditions": _ktk_conditions(C, spec),
+            "dimension_columns": spec.get("dimension_columns"),
+            "partition_by": spec.get("partition_by"),
+            "payload_columns": spec.get("payload_columns"),
+        }
+        if spec.get("dask"):
+            df = query_cube_dataframe(cube=cube, store=lambda: store, **kw).compute()
+            return [df] if len(df) else []
+        return query_cube(cube=cube, store=store, **kw)
+
+    return time_queries(run, names, repeat)
+
+
+# --------------------------------------------------------------------------------------------
+# kartoframe side and orchestration (project venv)
+# --------------------------------------------------------------------------------------------
+
+
+def generate(data_dir: Path, nx: int, ny: int) -> None:
+    """Write the three input frames as plain Parquet (deterministic)."""
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(42)
+    x = np.tile(np.arange(nx, dtype="int64"), ny)
+    y = np.repeat(np.arange(ny, dtype="int64"), nx)
+    seed = pd.DataFrame({"x": x, "y": y, "p": y, "i": y // 5, "v1": rng.random(len(x))})
+    mask = rng.random(len(x)) < 0.6
+    enrich = pd.DataFrame(
+        {"x": x[mask], "y": y[mask], "p": y[mask], "v2": rng.random(int(mask.sum()))}
+    )
+    lowdim = pd.DataFrame({"x": np.arange(nx, dtype="int64"), "v3": rng.random(nx)})
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for name, df in (("seed", seed), ("enrich", enrich), ("lowdim", lowdim)):
+        df.to_parquet(data_dir / f"{name}.parquet", index=False)
+
+
+def _kartoframe() -> Any:
+    """Import kartoframe from this checkout (whatever the script directory is)."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    import kartoframe
+
+    return kartoframe
+
+
+def kf_build(data_dir: Path, store_dir: Path) -> None:
+    """Build the same cube with kartoframe."""
+    import pandas as pd
+
+    kf = _kartoframe()
+    store = kf.Store(f"file://{store_dir}")
+    cube = kf.Cube(uuid_prefix="bench", **CUBE)
+    frames = {n: pd.read_parquet(data_dir / f"{n}.parquet") for n in ("seed", "enrich", "lowdim")}
+    kf.build_cube({"seed": frames["seed"], "enrich": frames["enrich"]}, cube, store)
+    kf.extend_cube({"lowdim": frames["lowdim"]}, cube, store, partition_on={"lowdim": []})
+
+
+def kf_query(store_dir: Path, names: list[str], repeat: int) -> dict[str, Any]:
+    """Time kartoframe's query_cube / query_cube_dataframe on a store."""
+    kf = _kartoframe()
+
+    store = kf.Store(f"file://{store_dir}")
+    cube = kf.Cube(uuid_prefix="bench", **CUBE)
+
+    def run(spec: dict[str, Any]) -> list[Any]:
+        conds = [
+            {"==": kf.C(c) == v, ">": kf.C(c) > v}[op] for c, op, v in spec.get("conditions", [])
+        ]
+        kw = {
+            "conditions": conds or None,
+            "dimension_columns": spec.get("dimension_columns"),
+            "partition_by": spec.get("partition_by"),
+            "payload_columns": spec.get("payload_columns"),
+        }
+        if spec.get("dask"):
+            df = kf.query_cube_dataframe(cube, store, **kw).compute()
+            return [df] if len(df) else []
+        return kf.query_cube(cube, store, **kw)
+
+    return time_queries(run, names, repeat)
+
+
+def _ktk_subprocess(args: list[str]) -> Any:
+    env = {**os.environ}
+    proc = subprocess.run(
+        [str(KTK_PYTHON), str(Path(__file__).resolve()), "--worker", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"kartothek worker failed:\n{proc.stderr[-4000:]}")
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    return json.loads(lines[-1]) if lines else None
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    if (a["frames"], a["rows"], a["columns"]) != (b["frames"], b["rows"], b["columns"]):
+        return False
+    return all(
+        abs(a["sums"].get(k, 0) - v) <= 1e-6 * max(1.0, abs(v)) for k, v in b["sums"].items()
+    )
+
+
+def _ensure_hygiene(argv: list[str]) -> None:
+    """Re-execute this script with compare.py's allocator settings (see compare.py)."""
+    sys.path.insert(0, str(HERE))
+    from compare import HYGIENE_ENV
+
+    missing = [k for k in HYGIENE_ENV if k not in os.environ]
+    if not missing or os.environ.get("_KARTOFRAME_CUBE_BENCH_REEXEC"):
+        return
+    env = {**os.environ, **HYGIENE_ENV, "_KARTOFRAME_CUBE_BENCH_REEXEC": "1"}
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", nargs="*", help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="small cube, 2 repeats")
+    parser.add_argument("--repeat", type=int, default=5, help="timed calls per query and round")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per system")
+    parser.add_argument("--data-dir", type=Path, default=REPO / "bench-data" / "cube")
+    parser.add_argument("--only", default="", help="comma-separated query names")
+    parser.add_argument("--json", type=Path, help="write the results as JSON")
+    args = parser.parse_args(argv)
+
+    if args.worker is not None:
+        cmd, *rest = args.worker
+        if cmd == "build":
+            worker_build(Path(rest[0]), Path(rest[1]))
+            print(json.dumps({"ok": True}))
+        else:
+            names = rest[2].split(",")
+            print(json.dumps(worker_query(Path(rest[0]), names, int(rest[1]))))
+        return 0
+
+    _ensure_hygiene(sys.argv[1:] if argv is None else argv)
+    if not KTK_PYTHON.exists():
+        print(
+            f"kartothek venv missing ({KTK_PYTHON}); run bash tests/golden/make_kartothek53_env.sh"
+        )
+        return 2
+    nx, ny = (2000, 25) if args.quick else (16000, 125)
+    repeat = 2 if args.quick else args.repeat
+    names = [n for n in QUERIES if not args.only or n in args.only.split(",")]
+    base = args.data_dir / f"v{DATA_VERSION}-{nx}x{ny}"
+    inputs, ktk_store, kf_store = (
+        base / "input",
+        base / "kartothek-store",
+        base / "kartoframe-store",
+    )
+    if not (inputs / "lowdim.parquet").exists():
+        print(f"generating {nx * ny:,} cells -> {inputs}", flush=True)
+        generate(inputs, nx, ny)
+    if not (ktk_store / "bench++seed.by-dataset-metadata.json").exists():
+        print("building the cube with kartothek 5.3 ...", flush=True)
+        t0 = time.perf_counter()
+        _ktk_subprocess(["build", str(inputs), str(ktk_store)])
+        print(f"  {time.perf_counter() - t0:.1f} s", flush=True)
+    if not (kf_store / "bench++seed.by-dataset-metadata.json").exists():
+        print("building the cube with kartoframe ...", flush=True)
+        t0 = time.perf_counter()
+        kf_build(inputs, kf_store)
+        print(f"  {time.perf_counter() - t0:.1f} s", flush=True)
+
+    runs: dict[str, list[dict[str, Any]]] = {
+        "kartothek": [],
+        "kartoframe": [],
+        "kartoframe_own": [],
+    }
+    for rnd in range(args.rounds):
+        print(f"round {rnd + 1}/{args.rounds}: kartothek ...", flush=True)
+        runs["kartothek"].append(
+            _ktk_subprocess(["query", str(ktk_store), str(repeat), ",".join(names)])
+        )
+        print(f"round {rnd + 1}/{args.rounds}: kartoframe ...", flush=True)
+        runs["kartoframe"].append(kf_query(ktk_store, names, repeat))
+        runs["kartoframe_own"].append(kf_query(kf_store, names, repeat))
+
+    report: dict[str, Any] = {"cells": nx * ny, "partitions": ny, "repeat": repeat, "queries": {}}
+    print()
+    print(
+        f"{'query':<26}{'kartothek':>11}{'kartoframe':>12}{'speed-up':>10}{'own files':>11}  same"
+    )
+    for name in names:
+        med = {
+            k: statistics.median(t for r in v for t in r[name]["times"]) for k, v in runs.items()
+        }
+        same = _same(runs["kartothek"][0][name]["summary"], runs["kartoframe"][0][name]["summary"])
+        same_own = _same(
+            runs["kartothek"][0][name]["summary"], runs["kartoframe_own"][0][name]["summary"]
+        )
+        ratio = med["kartothek"] / med["kartoframe"]
+        report["queries"][name] = {
+            "description": QUERIES[name][0],
+            "median_s": med,
+            "speedup": ratio,
+            "same_result": same and same_own,
+            "summary": runs["kartoframe"][0][name]["summary"],
+        }
+        print(
+            f"{name:<26}{med['kartothek']:>10.3f}s{med['kartoframe']:>11.3f}s{ratio:>9.1f}x"
+            f"{med['kartoframe_own']:>10.3f}s  {'yes' if same and same_own else 'NO'}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    return 0 if all(q["same_result"] for q in report["queries"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,651 @@
+"""Kartothek cubes: discovery, queries and eager writes (kartothek 5.3 names and keywords).
+
+A cube is a set of plain v4 datasets ``<uuid_prefix>++<dataset_id>``; see
+``docs/cubes.md`` for the model, the query semantics and what readers observe while a
+multi-dataset write is in progress. Maintenance (delete, copy, cleanup, stats) lives in
+:mod:`kartoframe.api.cube_admin`; the dask variants in
+:mod:`kartoframe.execution.cube_dask`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
+from kartoframe.api.read import DatasetMetadata
+from kartoframe.api.write import DatasetMetadataResult
+from kartoframe.errors import DatasetNotFoundError, InvalidInputError, InvalidTypeError
+from kartoframe.execution.cube_join import run_merged
+from kartoframe.execution.cube_write import commit_all, write_plan_files
+from kartoframe.execution.write import ParquetSerializer
+from kartoframe.format.cube import (
+    CUBE_COMPRESSION,
+    SEPARATOR,
+    Cube,
+    check_datasets,
+    cube_from_members,
+    dataset_columns,
+    dataset_ids_from_listing,
+    member_from_loaded,
+    payload_subset,
+    str_tuple,
+)
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.plan.conditions import ConditionsArg, Conjunction
+from kartoframe.plan.cube_query import (
+    CubeQueryPlan,
+    determine_intention,
+    plan_query,
+    relevant_datasets,
+    required_indices,
+)
+from kartoframe.plan.cube_write import (
+    CubeWritePlan,
+    InputData,
+    Operation,
+    check_frame_columns,
+    check_metadata,
+    check_removal_conditions,
+    check_user_frame,
+    normalize_columns,
+    normalize_input,
+    plan_write,
+    prepare_frame,
+    prepare_partition_on,
+)
+from kartoframe.storage.resolve import load_dataset, load_indices
+from kartoframe.storage.store import Store
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
+
+__all__ = [
+    "append_to_cube",
+    "build_cube",
+    "discover_cube",
+    "discover_datasets",
+    "discover_datasets_unchecked",
+    "extend_cube",
+    "plan_cube_query",
+    "query_cube",
+    "query_cube_dataframe",
+    "remove_partitions",
+    "update_cube",
+]
+
+_log = logging.getLogger(__name__)
+
+#: The data file serializer of cube writes (kartothek's ``KTK_CUBE_DF_SERIALIZER``).
+CUBE_SERIALIZER = ParquetSerializer(compression=CUBE_COMPRESSION)
+
+
+# -- discovery -------------------------------------------------------------------------
+
+
+def _dataset_ids(store: Store, uuid_prefix: str) -> list[str]:
+    names = store.iter_prefixes(prefix=uuid_prefix + SEPARATOR, delimiter="/")
+    return dataset_ids_from_listing(uuid_prefix, names)
+
+
+def _filter_arg(value: object) -> set[str] | None:
+    if value is None:
+        return None
+    return set(str_tuple(value, "filter_ktk_cube_dataset_ids", ordered=False))
+
+
+def load_cube_datasets(
+    store: Store, uuid_prefix: str, filter_ids: object = None
+) -> dict[str, LoadedDataset]:
+    """Load header and schema of the cube's datasets (no consistency check)."""
+    ids = _dataset_ids(store, uuid_prefix)
+    wanted = _filter_arg(filter_ids)
+    if wanted is not None:
+        ids = [i for i in ids if i in wanted]
+
+    def _load(ds_id: str) -> tuple[str, LoadedDataset | None]:
+        try:
+            return ds_id, load_dataset(store, f"{uuid_prefix}{SEPARATOR}{ds_id}")
+        except DatasetNotFoundError:  # removed between listing and loading
+            _log.warning("Ignoring dataset %r: its header disappeared.", ds_id)
+            return ds_id, None
+
+    if len(ids) > 1:
+        with ThreadPoolExecutor(max_workers=min(8, len(ids))) as pool:
+            found = list(pool.map(_load, ids))
+    else:
+        found = [_load(i) for i in ids]
+    return {k: v for k, v in found if v is not None}
+
+
+def _checked(cube: Cube, store: Store, filter_ids: object = None) -> dict[str, LoadedDataset]:
+    datasets = load_cube_datasets(store, cube.uuid_prefix, filter_ids)
+    wanted = _filter_arg(filter_ids)
+    if wanted is not None:
+        missing = sorted(wanted - set(datasets))
+        if missing:
+            raise InvalidInputError(
+                f"Could not find the following requested datasets: {', '.join(missing)}"
+            )
+    check_datasets({k: member_from_loaded(k, v) for k, v in datasets.items()}, cube)
+    return datasets
+
+
+def discover_datasets_unchecked(
+    uuid_prefix: str, store: StoreInput, filter_ktk_cube_dataset_ids: object = None
+) -> dict[str, DatasetMetadata]:
+    """Datasets whose uuid starts with ``<uuid_prefix>++`` (listing with a delimiter).
+
+    Parameters
+    ----------
+    uuid_prefix
+        The cube prefix.
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    filter_ktk_cube_dataset_ids
+        Only these dataset ids.
+
+    Returns
+    -------
+    dict
+        Dataset id -> :class:`kartoframe.DatasetMetadata`.
+    """
+    st = ensure_store(store)
+    return {
+        k: DatasetMetadata(v, st)
+        for k, v in load_cube_datasets(st, uuid_prefix, filter_ktk_cube_dataset_ids).items()
+    }
+
+
+def discover_datasets(
+    cube: Cube, store: StoreInput, filter_ktk_cube_dataset_ids: object = None
+) -> dict[str, DatasetMetadata]:
+    """The cube's datasets, checked against the cube rules.
+
+    Raises
+    ------
+    InvalidInputError
+        A requested dataset is missing or a cube rule is broken (e.g. no seed).
+    """
+    st = ensure_store(store)
+    return {
+        k: DatasetMetadata(v, st)
+        for k, v in _checked(cube, st, filter_ktk_cube_dataset_ids).items()
+    }
+
+
+def discover_cube(
+    uuid_prefix: str, store: StoreInput, filter_ktk_cube_dataset_ids: object = None
+) -> Cube:
+    """Rebuild a :class:`kartoframe.Cube` from the metadata stored in its datasets.
+
+    Reads the ``ktk_cube_*`` keys (and the legacy ``klee_*`` ones); index columns are all
+    secondary-indexed columns that are neither dimension nor partition columns. The cube
+    is then checked against its datasets.
+
+    Parameters
+    ----------
+    uuid_prefix
+        The cube prefix.
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    filter_ktk_cube_dataset_ids
+        Only consider these datasets (the seed must be among them).
+
+    Returns
+    -------
+    Cube
+        (kartothek returned ``(cube, datasets)``; use :func:`discover_datasets` for those.)
+
+    Raises
+    ------
+    FormatError
+        No seed, several seeds, or unrecoverable metadata.
+    """
+    st = ensure_store(store)
+    datasets = load_cube_datasets(st, uuid_prefix, filter_ktk_cube_dataset_ids)
+    members = {k: member_from_loaded(k, v) for k, v in datasets.items()}
+    cube = cube_from_members(uuid_prefix, members)
+    check_datasets(members, cube)
+    return cube
+
+
+# -- queries -----------------------------------------------------------------------------
+
+
+def plan_cube_query(
+    cube: Cube,
+    store: StoreInput,
+    conditions: ConditionsArg = None,
+    datasets: Iterable[str] | None = None,
+    dimension_columns: Iterable[str] | None = None,
+    partition_by: Iterable[str] | None = None,
+    payload_columns: Iterable[str] | None = None,
+) -> tuple[CubeQueryPlan, Store]:
+    """Resolve the cube's metadata and plan a query (no data file is opened).
+
+    Loads headers and schemas, validates the request, loads only the secondary indices of
+    columns used by conditions or ``partition_by`` (of the datasets taking part), and
+    returns the plan engines run.
+    """
+    if not isinstance(cube, Cube):
+        raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
+    st = ensure_store(store)
+    if isinstance(datasets, str):
+        datasets = [datasets]
+    loaded = _checked(cube, st, datasets)
+    schemas = {k: v.schema for k, v in loaded.items()}
+    indexed = {
+        k: set(v.metadata.partition_keys)
+        | set(v.metadata.indices)
+        | set(v.metadata.embedded_indices)
+        for k, v in loaded.items()
+    }
+    intention = determine_intention(
+        cube,
+        schemas,
+        indexed,
+        conditions=conditions,
+        dimension_columns=dimension_columns,
+        partition_by=partition_by,
+        payload_columns=payload_columns,
+    )
+    relevant = relevant_datasets(cube, schemas, intention)
+    loaded = {k: v for k, v in loaded.items() if k in relevant}
+    need = required_indices(intention, loaded)
+    if need:
+        items = list(need.items())
+
+        def _load(item: tuple[str, set[str]]) -> tuple[str, LoadedDataset]:
+            ds_id, cols = item
+            return ds_id, load_indices(st, loaded[ds_id], sorted(cols))
+
+        with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
+            loaded.update(dict(pool.map(_load, items)))
+    return plan_query(cube, loaded, intention), st
+
+
+def query_cube(
+    cube: Cube,
+    store: StoreInput,
+    conditions: ConditionsArg = None,
+    datasets: Iterable[str] | None = None,
+    dimension_columns: Iterable[str] | None = None,
+    partition_by: Iterable[str] | None = None,
+    payload_columns: Iterable[str] | None = None,
+) -> list[pd.DataFrame]:
+    """Query a cube into pandas.
+
+    The seed defines the cells; other datasets are left-joined on their dimension
+    columns, restricted datasets (conditions or ``partition_by`` on their own payload)
+    inner-joined, lower-dimensional datasets broadcast; appends overlay (last commit wins
+    per cell). See ``docs/cubes.md``.
+
+    Parameters
+    ----------
+    cube
+        The cube spec.
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    conditions
+        ``C("x") > 1``, a :class:`kartoframe.Conjunction` or a list of conditions.
+    datasets
+        Dataset ids to query (default: all; the seed is required).
+    dimension_columns
+        Ordered subset of the cube's dimensions (a strict subset projects).
+    partition_by
+        Indexed columns: one frame per distinct value.
+    payload_columns
+        Columns to return besides dimension, partition and partition-by columns.
+
+    Returns
+    -------
+    list of pandas.DataFrame
+        ``[]``, ``[df]`` or, with ``partition_by``, one frame per value in sorted order.
+        Columns are alphabetical; rows are sorted by dimension then partition columns.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> cube = kf.Cube(["COUNTRY_CODE"], ["YEAR"], uuid_prefix="docs_query")
+    >>> seed = pd.DataFrame({"COUNTRY_CODE": ["DE", "FR"], "YEAR": [2024, 2024],
+    ...                      "SALES": [10.0, 20.0]})
+    >>> _ = kf.build_cube(seed, cube, "memory://docs-query")
+    >>> kf.query_cube(cube, "memory://docs-query", conditions=kf.C("SALES") > 15)[0]
+      COUNTRY_CODE  SALES  YEAR
+    0           FR   20.0  2024
+    """
+    plan, st = plan_cube_query(
+        cube,
+        store,
+        conditions=conditions,
+        datasets=datasets,
+        dimension_columns=dimension_columns,
+        partition_by=partition_by,
+        payload_columns=payload_columns,
+    )
+    return run_merged(plan, st)
+
+
+def query_cube_dataframe(
+    cube: Cube,
+    store: StoreInput,
+    conditions: ConditionsArg = None,
+    datasets: Iterable[str] | None = None,
+    dimension_columns: Iterable[str] | None = None,
+    partition_by: Iterable[str] | None = None,
+    payload_columns: Iterable[str] | None = None,
+) -> dd.DataFrame:
+    """Query a cube as a dask DataFrame (one partition per query group).
+
+    Same semantics and arguments as :func:`query_cube`; ``meta`` has the exact result
+    dtypes. Planning happens now (metadata and needed indices); data files are read by
+    the tasks.
+    """
+    from kartoframe.execution.cube_dask import plan_to_dataframe
+
+    plan, st = plan_cube_query(
+        cube,
+        store,
+        conditions=conditions,
+        datasets=datasets,
+        dimension_columns=dimension_columns,
+        partition_by=partition_by,
+        payload_columns=payload_columns,
+    )
+    result: dd.DataFrame = plan_to_dataframe(plan, st)
+    return result
+
+
+# -- writes ------------------------------------------------------------------------------
+
+
+def _concat(frames: list[Any]) -> Any:
+    frames = [f for f in frames if f is not None]
+    for f in frames:
+        if not isinstance(f, pd.DataFrame):
+            check_user_frame("", f)
+    if not frames:
+        return None
+    if len(frames) == 1:
+        return frames[0]
+    return pd.concat([normalize_columns(f) for f in frames], ignore_index=True)
+
+
+def prepare_inputs(
+    cube: Cube,
+    data: Mapping[str, Any],
+    partition_on: Mapping[str, tuple[str, ...]],
+    existing_payload: set[str],
+) -> dict[str, InputData | None]:
+    """Check and prepare every dataset's rows (eager writes)."""
+    out: dict[str, InputData | None] = {}
+    for ds_id in sorted(data):
+        df = data[ds_id]
+        check_user_frame(ds_id, df)
+        if df is None:
+            out[ds_id] = None
+            continue
+        df = normalize_columns(df)
+        check_frame_columns(
+            ds_id, [str(c) for c in df.columns], cube, existing_payload, partition_on[ds_id]
+        )
+        if df.empty:
+            out[ds_id] = None
+            continue
+        table = prepare_frame(ds_id, df, cube, partition_on[ds_id])
+        out[ds_id] = InputData(table.schema, table)
+    return out
+
+
+def execute_write(
+    store: Store, plan: CubeWritePlan, serializer: ParquetSerializer
+) -> dict[str, DatasetMetadataResult]:
+    """Write files, then commit dataset by dataset (seed last), undoing on failure."""
+    chunks = write_plan_files(store, plan, serializer)
+    headers = commit_all(store, plan, dict(chunks))
+    return {ds_id: DatasetMetadataResult(h.uuid, store) for ds_id, h in headers.items()}
+
+
+def _write(
+    operation: Operation,
+    data: object,
+    cube: Cube,
+    store: StoreInput,
+    *,
+    metadata: object,
+    overwrite: bool = False,
+    partition_on: object = None,
+    df_serializer: ParquetSerializer | None = None,
+    remove_conditions: object = None,
+    dataset_ids: object = None,
+) -> dict[str, DatasetMetadataResult]:
+    if not isinstance(cube, Cube):
+        raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
+    st = ensure_store(store)
+    raw = normalize_input(data, cube) if data is not None else {}
+    frames = {k: _concat(v) for k, v in raw.items()}
+    touched: set[str] | None = None
+    if operation in ("update", "remove"):
+        touched = set(str_tuple(dataset_ids, "ktk_cube_dataset_ids", ordered=False))
+        if dataset_ids is None:
+            touched = set(frames) if operation == "update" else None
+    conds = None
+    if operation in ("update", "remove") and (
+        remove_conditions is not None or operation == "remove"
+    ):
+        conds = check_removal_conditions(cube, remove_conditions)
+    if operation == "build":
+        pon = prepare_partition_on(cube, frames, partition_on)
+        existing = load_cube_datasets(st, cube.uuid_prefix)
+        payload: set[str] = set()
+    elif operation == "extend":
+        pon = prepare_partition_on(cube, frames, partition_on)
+        if cube.seed_dataset in frames:
+            raise InvalidInputError(
+                f'Seed data ("{cube.seed_dataset}") cannot be written during extension.'
+            )
+        existing = _checked(cube, st)
+        kept = {k: v for k, v in existing.items() if not (overwrite and k in frames)}
+        payload = set()
+        for v in kept.values():
+            payload |= payload_subset(dataset_columns(v.schema), cube)
+    else:
+        existing = _checked(cube, st)
+        unknown = sorted(set(frames) - set(existing))
+        if unknown and operation == "append":
+            raise InvalidInputError(f"Unknown / non-existing datasets: {', '.join(unknown)}")
+        pon = {k: tuple(v.metadata.partition_keys) for k, v in existing.items()}
+        payload = set()
+        if touched is None:
+            touched = set(existing)
+    if operation == "build" and cube.seed_dataset not in frames:
+        raise InvalidInputError(f'Seed data ("{cube.seed_dataset}") is missing.')
+    meta = check_metadata(metadata, set(frames) | (touched or set()))
+    inputs = prepare_inputs(cube, frames, pon, payload)
+    plan = plan_write(
+        cube,
+        operation,
+        inputs,
+        existing=existing,
+        partition_on=pon,
+        metadata=meta,
+        overwrite=overwrite,
+        remove_conditions=conds,
+        touched=touched if operation in ("update", "remove") else None,
+    )
+    return execute_write(st, plan, serializer_arg(df_serializer or CUBE_SERIALIZER))
+
+
+def build_cube(
+    data: Any,
+    cube: Cube,
+    store: StoreInput,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    overwrite: bool = False,
+    partition_on: Mapping[str, Iterable[str]] | None = None,
+    df_serializer: ParquetSerializer | None = None,
+) -> dict[str, DatasetMetadataResult]:
+    """Create a cube: the seed and any other datasets, in one operation.
+
+    Parameters
+    ----------
+    data
+        A DataFrame (the seed), a dict ``{dataset_id: DataFrame}``, or a list of those
+        (concatenated per dataset).
+    cube
+        The cube spec.
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    metadata
+        ``{dataset_id: {key: value}}`` user metadata per dataset.
+    overwrite
+        Replace an existing cube; every existing dataset must then be rewritten.
+    partition_on
+        ``{dataset_id: [columns]}`` for non-seed datasets (default: the cube partition
+        columns; the seed's are fixed).
+    df_serializer
+        Default: ZSTD Parquet.
+
+    Returns
+    -------
+    dict
+        Dataset id -> handle of the committed dataset.
+
+    Raises
+    ------
+    InvalidInputError, InvalidTypeError, SchemaError, DatasetExistsError, EmptyInputError
+        Any rule of the cube write path; nothing is written then.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> cube = kf.Cube(["COUNTRY_CODE"], ["YEAR"], uuid_prefix="docs_build")
+    >>> df = pd.DataFrame({"COUNTRY_CODE": ["DE", "FR"], "YEAR": [2024, 2024],
+    ...                    "SALES": [10.0, 20.0]})
+    >>> sorted(kf.build_cube(df, cube, "memory://docs-build"))
+    ['seed']
+    """
+    return _write(
+        "build",
+        data,
+        cube,
+        store,
+        metadata=metadata,
+        overwrite=overwrite,
+        partition_on=partition_on,
+        df_serializer=df_serializer,
+    )
+
+
+def extend_cube(
+    data: Any,
+    cube: Cube,
+    store: StoreInput,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    overwrite: bool = False,
+    partition_on: Mapping[str, Iterable[str]] | None = None,
+    df_serializer: ParquetSerializer | None = None,
+) -> dict[str, DatasetMetadataResult]:
+    """Add (or with ``overwrite`` replace) non-seed datasets of an existing cube.
+
+    ``data`` is a dict ``{dataset_id: DataFrame}`` (or a list of those). Payload columns
+    must not exist in other datasets (except in datasets being replaced, so
+    ``overwrite=True`` can move columns). Other parameters as in :func:`build_cube`.
+    """
+    return _write(
+        "extend",
+        data,
+        cube,
+        store,
+        metadata=metadata,
+        overwrite=overwrite,
+        partition_on=partition_on,
+        df_serializer=df_serializer,
+    )
+
+
+def append_to_cube(
+    data: Any,
+    cube: Cube,
+    store: StoreInput,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    df_serializer: ParquetSerializer | None = None,
+) -> dict[str, DatasetMetadataResult]:
+    """Add rows to existing datasets (no removal): newer rows win per cell at query time.
+
+    ``partition_on`` is taken from the stored datasets and all their secondary indices are
+    maintained. Other parameters as in :func:`build_cube`.
+    """
+    return _write("append", data, cube, store, metadata=metadata, df_serializer=df_serializer)
+
+
+def update_cube(
+    data: Any,
+    cube: Cube,
+    store: StoreInput,
+    remove_conditions: ConditionsArg = None,
+    ktk_cube_dataset_ids: Iterable[str] | None = None,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    df_serializer: ParquetSerializer | None = None,
+) -> dict[str, DatasetMetadataResult]:
+    """Remove partitions and append rows, in one commit per dataset.
+
+    Parameters
+    ----------
+    data
+        Rows to append (a frame for the seed, a dict, a list, or None).
+    remove_conditions
+        Conditions on cube partition columns selecting the partitions to remove from
+        every touched dataset (None: remove nothing).
+    ktk_cube_dataset_ids
+        Datasets to touch (default: those in ``data``); data for other ids is refused.
+    metadata, df_serializer
+        As in :func:`build_cube`.
+    """
+    return _write(
+        "update",
+        data,
+        cube,
+        store,
+        metadata=metadata,
+        df_serializer=df_serializer,
+        remove_conditions=remove_conditions,
+        dataset_ids=ktk_cube_dataset_ids,
+    )
+
+
+def remove_partitions(
+    cube: Cube,
+    store: StoreInput,
+    conditions: ConditionsArg = None,
+    ktk_cube_dataset_ids: Iterable[str] | None = None,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, DatasetMetadataResult]:
+    """Remove the physical partitions selected by conditions on cube partition columns.
+
+    A dataset without partition keys (or not partitioned by the condition's columns) loses
+    all its partitions, as in kartothek; ``conditions=None`` removes everything.
+
+    Parameters
+    ----------
+    conditions
+        Conditions on cube partition columns only.
+    ktk_cube_dataset_ids
+        Datasets to touch (default: all).
+    metadata
+        ``{dataset_id: {key: value}}``: keys to set (none can be deleted).
+    """
+    return _write(
+        "remove",
+        None,
+        cube,
+        store,
+        metadata=metadata,
+        remove_conditions=Conjunction(conditions),
+        dataset_ids=ktk_cube_dataset_ids,
+    )

@@ -1,0 +1,300 @@
+"""Dask cube writes: ``build/extend/append/update_cube_from_dataframe``.
+
+Every function validates what can be validated without computing the data (input types,
+columns of the frames' ``meta``, seed and dimension rules, payload ownership, schemas
+against the stored datasets, the resulting cube) **before** building the graph, and
+returns a ``dask.delayed`` object. Computing it writes each partition in its own task
+(rows validated there: NULLs, duplicate cells within the partition) and finally commits
+one dataset at a time, the seed last; if anything fails no header changes and the files
+written by the graph are deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
+from kartoframe.api.cube import CUBE_SERIALIZER, _checked, load_cube_datasets
+from kartoframe.api.write import DatasetMetadataResult
+from kartoframe.errors import InvalidInputError, InvalidTypeError
+from kartoframe.execution.write import ParquetSerializer
+from kartoframe.format.convert import frame_to_table
+from kartoframe.format.cube import Cube, dataset_columns, payload_subset, str_tuple
+from kartoframe.format.header import DatasetHeader
+from kartoframe.plan.conditions import ConditionsArg
+from kartoframe.plan.cube_write import (
+    InputData,
+    Operation,
+    check_frame_columns,
+    check_metadata,
+    check_removal_conditions,
+    check_user_frame,
+    plan_write,
+    prepare_partition_on,
+)
+from kartoframe.storage.store import Store
+
+__all__ = [
+    "append_to_cube_from_dataframe",
+    "build_cube_from_dataframe",
+    "extend_cube_from_dataframe",
+    "update_cube_from_dataframe",
+]
+
+
+def _results(headers: Mapping[str, DatasetHeader], store: Store) -> dict[str, Any]:
+    return {k: DatasetMetadataResult(h.uuid, store) for k, h in headers.items()}
+
+
+def _frames(data: object, cube: Cube) -> dict[str, Any]:
+    if data is None:
+        return {}
+    dct = data if isinstance(data, dict) else {cube.seed_dataset: data}
+    out: dict[str, Any] = {}
+    ddf: Any
+    for ds_id, ddf in dct.items():
+        cube.ktk_dataset_uuid(ds_id)
+        if ddf is not None and not hasattr(ddf, "to_delayed"):
+            raise InvalidTypeError(
+                f'Provided DataFrame is not a dask.dataframe.DataFrame or None, but is a "'
+                f'{type(ddf).__name__}"'
+            )
+        check_user_frame(ds_id, getattr(ddf, "_meta", ddf))
+        if ddf is not None:
+            renames = {c: c.decode("utf-8") for c in ddf.columns if isinstance(c, bytes)}
+            bad = [c for c in ddf.columns if not isinstance(c, str | bytes)]
+            if bad:
+                raise InvalidTypeError(
+                    f"Object of type {type(bad[0]).__name__} is not a string: {bad[0]}"
+                )
+            if renames:
+                ddf = ddf.rename(columns=renames)
+        out[ds_id] = ddf
+    return out
+
+
+def _write_dask(
+    operation: Operation,
+    data: object,
+    cube: Cube,
+    store: StoreInput,
+    *,
+    metadata: object = None,
+    overwrite: bool = False,
+    partition_on: object = None,
+    shuffle: bool = False,
+    num_buckets: int = 1,
+    bucket_by: Iterable[str] | None = None,
+    df_serializer: ParquetSerializer | None = None,
+    remove_conditions: object = None,
+    dataset_ids: object = None,
+) -> Any:
+    from dask.delayed import delayed
+
+    from kartoframe.execution.cube_dask import write_graph
+
+    if not isinstance(cube, Cube):
+        raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
+    if not isinstance(num_buckets, int) or isinstance(num_buckets, bool) or num_buckets < 1:
+        raise InvalidInputError(f"num_buckets must be an int >= 1, got {num_buckets!r}.")
+    buckets = str_tuple(bucket_by, "bucket_by")
+    st = ensure_store(store)
+    frames = _frames(data, cube)
+    touched: set[str] | None = None
+    if operation == "update":
+        touched = (
+            set(frames)
+            if dataset_ids is None
+            else set(str_tuple(dataset_ids, "ktk_cube_dataset_ids", ordered=False))
+        )
+    meta_arg = check_metadata(metadata, set(frames) | (touched or set()))
+    conds = (
+        check_removal_conditions(cube, remove_conditions)
+        if operation == "update" and remove_conditions is not None
+        else None
+    )
+    payload: set[str] = set()
+    if operation == "build":
+        pon = prepare_partition_on(cube, frames, partition_on)
+        existing = load_cube_datasets(st, cube.uuid_prefix)
+        if cube.seed_dataset not in frames:
+            raise InvalidInputError(f'Seed data ("{cube.seed_dataset}") is missing.')
+    elif operation == "extend":
+        pon = prepare_partition_on(cube, frames, partition_on)
+        if cube.seed_dataset in frames:
+            raise InvalidInputError(
+                f'Seed data ("{cube.seed_dataset}") cannot be written during extension.'
+            )
+        existing = _checked(cube, st)
+        for k, v in existing.items():
+            if not (overwrite and k in frames):
+                payload |= payload_subset(dataset_columns(v.schema), cube)
+    else:
+        existing = _checked(cube, st)
+        unknown = sorted(set(frames) - set(existing))
+        if unknown and operation == "append":
+            raise InvalidInputError(f"Unknown / non-existing datasets: {', '.join(unknown)}")
+        pon = {k: tuple(v.metadata.partition_keys) for k, v in existing.items()}
+    inputs: dict[str, InputData | None] = {}
+    for ds_id in sorted(frames):
+        ddf = frames[ds_id]
+        if ddf is None:
+            inputs[ds_id] = None
+            continue
+        if ds_id in pon:
+            check_frame_columns(ds_id, [str(c) for c in ddf.columns], cube, payload, pon[ds_id])
+        meta = frame_to_table(ddf._meta, what=f'the meta of dataset "{ds_id}"')
+        inputs[ds_id] = InputData(meta.schema, None)
+    plan = plan_write(
+        cube,
+        operation,
+        inputs,
+        existing=existing,
+        partition_on=pon,
+        metadata=meta_arg,
+        overwrite=overwrite,
+        remove_conditions=conds,
+        touched=touched,
+    )
+    graph = write_graph(
+        st,
+        plan,
+        frames,
+        serializer_arg(df_serializer or CUBE_SERIALIZER),
+        shuffle=shuffle,
+        num_buckets=num_buckets,
+        bucket_by=buckets,
+        require_rows=operation != "update",
+    )
+    return delayed(_results, pure=True)(graph, st)
+
+
+def build_cube_from_dataframe(
+    data: Any,
+    cube: Cube,
+    store: StoreInput,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    overwrite: bool = False,
+    partition_on: Mapping[str, Iterable[str]] | None = None,
+    shuffle: bool = False,
+    num_buckets: int = 1,
+    bucket_by: Iterable[str] | None = None,
+    df_serializer: ParquetSerializer | None = None,
+) -> Any:
+    """Build a cube from dask DataFrames (a frame for the seed, or ``{dataset_id: ddf}``).
+
+    Parameters
+    ----------
+    shuffle
+        Shuffle rows so each physical partition is written by one task (one file per
+        partition value and bucket instead of one per input partition and value).
+    num_buckets
+        With ``shuffle``: files per partition value.
+    bucket_by
+        With ``shuffle``: columns hashed to choose the bucket (default: all non-partition
+        columns).
+
+    Other parameters as in :func:`kartoframe.build_cube`.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computing it writes the cube and returns ``{dataset_id: handle}``.
+    """
+    return _write_dask(
+        "build",
+        data,
+        cube,
+        store,
+        metadata=metadata,
+        overwrite=overwrite,
+        partition_on=partition_on,
+        shuffle=shuffle,
+        num_buckets=num_buckets,
+        bucket_by=bucket_by,
+        df_serializer=df_serializer,
+    )
+
+
+def extend_cube_from_dataframe(
+    data: Any,
+    cube: Cube,
+    store: StoreInput,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    overwrite: bool = False,
+    partition_on: Mapping[str, Iterable[str]] | None = None,
+    shuffle: bool = False,
+    num_buckets: int = 1,
+    bucket_by: Iterable[str] | None = None,
+    df_serializer: ParquetSerializer | None = None,
+) -> Any:
+    """Add non-seed datasets from dask DataFrames (see :func:`kartoframe.extend_cube`)."""
+    return _write_dask(
+        "extend",
+        data,
+        cube,
+        store,
+        metadata=metadata,
+        overwrite=overwrite,
+        partition_on=partition_on,
+        shuffle=shuffle,
+        num_buckets=num_buckets,
+        bucket_by=bucket_by,
+        df_serializer=df_serializer,
+    )
+
+
+def append_to_cube_from_dataframe(
+    data: Any,
+    cube: Cube,
+    store: StoreInput,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    shuffle: bool = False,
+    num_buckets: int = 1,
+    bucket_by: Iterable[str] | None = None,
+    df_serializer: ParquetSerializer | None = None,
+) -> Any:
+    """Append dask DataFrames to existing datasets (see :func:`kartoframe.append_to_cube`)."""
+    return _write_dask(
+        "append",
+        data,
+        cube,
+        store,
+        metadata=metadata,
+        shuffle=shuffle,
+        num_buckets=num_buckets,
+        bucket_by=bucket_by,
+        df_serializer=df_serializer,
+    )
+
+
+def update_cube_from_dataframe(
+    data: Any,
+    cube: Cube,
+    store: StoreInput,
+    remove_conditions: ConditionsArg = None,
+    ktk_cube_dataset_ids: Iterable[str] | None = None,
+    metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    shuffle: bool = False,
+    num_buckets: int = 1,
+    bucket_by: Iterable[str] | None = None,
+    df_serializer: ParquetSerializer | None = None,
+) -> Any:
+    """Remove partitions and append dask DataFrames, one commit per dataset.
+
+    See :func:`kartoframe.update_cube`.
+    """
+    return _write_dask(
+        "update",
+        data,
+        cube,
+        store,
+        metadata=metadata,
+        shuffle=shuffle,
+        num_buckets=num_buckets,
+        bucket_by=bucket_by,
+        df_serializer=df_serializer,
+        remove_conditions=remove_conditions,
+        dataset_ids=ktk_cube_dataset_ids,
+    )

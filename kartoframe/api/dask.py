@@ -1,0 +1,638 @@
+"""Datasets as dask DataFrames: lazy reads and graph-based writes (plateau ``io.dask`` names).
+
+dask is imported only when one of these functions runs, so ``import kartoframe`` works without
+it; calling them without dask raises :class:`~kartoframe.errors.MissingDependencyError`.
+"""
+
+from __future__ import annotations
+
+import uuid as _uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from kartoframe.api._args import (
+    StoreInput,
+    check_columns_arg,
+    check_format,
+    check_metadata_version,
+    check_uuid,
+    ensure_store,
+    serializer_arg,
+    str_list,
+)
+from kartoframe.api.write import (
+    DatasetMetadataResult,
+    MetadataArg,
+    _bloom_columns,
+    _evolution_arg,
+    _resolve_metadata,
+    delete_scope_labels,
+)
+from kartoframe.errors import (
+    DatasetExistsError,
+    EmptyInputError,
+    InvalidInputError,
+    InvalidTypeError,
+)
+from kartoframe.execution.write import ParquetSerializer
+from kartoframe.format import naming
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.schema import SchemaEvolution
+from kartoframe.plan.scan import ScanPlan, needs_statistics, plan_scan, required_index_columns
+from kartoframe.storage.resolve import (
+    dataset_exists,
+    load_dataset,
+    load_indices,
+    load_statistics,
+)
+from kartoframe.storage.store import Store
+
+__all__ = [
+    "plan_ddf_read",
+    "plan_loaded_read",
+    "read_dataset_as_ddf",
+    "store_dataset_from_ddf",
+    "update_dataset_from_ddf",
+]
+
+
+def plan_ddf_read(
+    dataset_uuid: str,
+    store: StoreInput,
+    *,
+    columns: Sequence[str] | None = None,
+    predicates: object = None,
+    dispatch_by: Sequence[str] | None = None,
+    categoricals: Sequence[str] | None = None,
+    dates_as_object: bool = True,
+    dask_index_on: str | None = None,
+    version: int | None = None,
+    as_of: object = None,
+) -> tuple[ScanPlan, Store, LoadedDataset, list[str]]:
+    """Resolve and plan a read for dask; returns the plan, store, loaded dataset, columns.
+
+    Loads the header, the schema and only the secondary indices the predicates, the
+    dispatch and the categoricals need. No data file is opened.
+    """
+    st = ensure_store(store)
+    loaded = load_dataset(st, check_uuid(dataset_uuid), version=version, as_of=as_of)
+    plan, output, loaded = plan_loaded_read(
+        st,
+        loaded,
+        columns=columns,
+        predicates=predicates,
+        dispatch_by=dispatch_by,
+        categoricals=categoricals,
+        dates_as_object=dates_as_object,
+        dask_index_on=dask_index_on,
+    )
+    return plan, st, loaded, output
+
+
+def plan_loaded_read(
+    st: Store,
+    loaded: LoadedDataset,
+    *,
+    columns: Sequence[str] | None = None,
+    predicates: object = None,
+    dispatch_by: Sequence[str] | None = None,
+    categoricals: Sequence[str] | None = None,
+    dates_as_object: bool = True,
+    dask_index_on: str | None = None,
+) -> tuple[ScanPlan, list[str], LoadedDataset]:
+    """:func:`plan_ddf_read` for an already loaded dataset (loads the indices it needs)."""
+    cols = check_columns_arg(columns)
+    cats = str_list(categoricals, "categoricals")
+    dispatch = None if dispatch_by is None else str_list(dispatch_by, "dispatch_by")
+    if dask_index_on is not None:
+        if not isinstance(dask_index_on, str):
+            raise InvalidTypeError(
+                f"dask_index_on must be a column name, got {type(dask_index_on).__name__}."
+            )
+        if dispatch:
+            raise InvalidInputError(
+                "dask_index_on and dispatch_by cannot be combined: dask_index_on dispatches "
+                "by its column already."
+            )
+        dispatch = [dask_index_on]
+    md = loaded.metadata
+    secondary = set(md.indices) | set(md.embedded_indices)
+    need = required_index_columns(loaded, predicates, dispatch) | (set(cats) & secondary)
+    loaded = load_indices(st, loaded, sorted(need))
+    if needs_statistics(loaded, predicates):
+        loaded = load_statistics(st, loaded)
+    names = loaded.schema.names
+    output = list(cols) if cols is not None else list(names)
+    plan_cols = output
+    if dask_index_on is not None:
+        output = [c for c in output if c != dask_index_on]
+        plan_cols = [*output, dask_index_on]
+    plan = plan_scan(
+        loaded,
+        columns=plan_cols,
+        predicates=predicates,
+        dispatch_by=dispatch,
+        categoricals=cats,
+        dates_as_object=dates_as_object,
+        # a sorted index with known divisions cannot hold nulls: dask_index_on drops them
+        dispatch_nulls=dask_index_on is None,
+    )
+    return plan, output, loaded
+
+
+def read_dataset_as_ddf(
+    dataset_uuid: str,
+    store: StoreInput,
+    *,
+    columns: Sequence[str] | None = None,
+    predicates: object = None,
+    dispatch_by: Sequence[str] | None = None,
+    categoricals: Sequence[str] | None = None,
+    dates_as_object: bool = True,
+    predicate_pushdown_to_io: bool = True,
+    dask_index_on: str | None = None,
+    version: int | None = None,
+    as_of: object = None,
+) -> Any:
+    """Read a dataset as a lazy ``dask.dataframe.DataFrame``.
+
+    Building the frame reads the header, the schema and the secondary indices the
+    ``predicates`` (or ``dispatch_by``, ``dask_index_on``, ``categoricals``) need; no data
+    file is opened until the frame is computed. Each dask partition reads one data file
+    (after pruning), or one dispatch group. A column selection on the result (``ddf[["a"]]``)
+    is pushed down by dask's optimizer to the Parquet reader.
+
+    Parameters
+    ----------
+    dataset_uuid
+        The dataset.
+    store
+        Store URL, :class:`kartoframe.Store` or factory. It is pickled into the graph, so
+        workers must be able to reach it (a shared folder or an object store).
+    columns
+        Projection, in output order (default: all, partition keys first).
+    predicates
+        DNF filter ``[[(col, op, value), ...], ...]``; prunes partitions and row groups and
+        filters rows inside each task.
+    dispatch_by
+        ``None``: one partition per data file; ``[]``: one partition for everything; a list
+        of indexed columns: one partition per distinct value combination (sorted).
+    categoricals
+        Columns to return as ``category``. Partition keys and columns with a secondary
+        index get known, dataset-wide categories; others have unknown categories.
+    dates_as_object
+        ``date`` columns as ``datetime.date`` objects (default) or ``datetime64``.
+    predicate_pushdown_to_io
+        Kept for plateau compatibility; statistics are always used.
+    dask_index_on
+        An indexed, sortable column: one partition per value, the column becomes the
+        index and the divisions are known, so ``loc`` and joins on it need no shuffle.
+        Cannot be combined with ``dispatch_by``.
+    version, as_of
+        Read a past version (time travel), as in :func:`kartoframe.read_table`.
+
+    Returns
+    -------
+    dask.dataframe.DataFrame
+        ``meta`` typed from the stored schema; pandas 3 ``str`` columns stay ``str``.
+
+    Raises
+    ------
+    MissingDependencyError
+        dask is not installed.
+    DatasetNotFoundError
+        The dataset does not exist.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> df = pd.DataFrame({"country": ["DE", "FR", "DE"], "units": [1, 2, 3]})
+    >>> _ = kf.store_dataframes_as_dataset(store="memory://ddf-example",
+    ...     dataset_uuid="sales", dfs=[df], partition_on=["country"])
+    >>> ddf = kf.read_dataset_as_ddf("sales", "memory://ddf-example")
+    >>> ddf.npartitions
+    2
+    >>> ddf.groupby("country")["units"].sum().compute().to_dict()
+    {'DE': 4, 'FR': 2}
+    >>> by_country = kf.read_dataset_as_ddf("sales", "memory://ddf-example",
+    ...                                     dask_index_on="country")
+    >>> by_country.known_divisions, by_country.loc["FR"].compute()["units"].tolist()
+    (True, [2])
+    """
+    from kartoframe.execution import dask_engine as de
+
+    de.dask_modules()
+    if not isinstance(predicate_pushdown_to_io, bool):
+        raise InvalidInputError("predicate_pushdown_to_io must be a bool.")
+    with de.gc_paused():
+        plan, st, loaded, output = plan_ddf_read(
+            dataset_uuid,
+            store,
+            columns=columns,
+            predicates=predicates,
+            dispatch_by=dispatch_by,
+            categoricals=categoricals,
+            dates_as_object=dates_as_object,
+            dask_index_on=dask_index_on,
+            version=version,
+            as_of=as_of,
+        )
+        cats = de.known_categories(loaded, plan.categoricals, dates_as_object=dates_as_object)
+        token = de.plan_token(
+            plan, st, loaded.header_bytes, dask_index_on, de.categories_token(cats)
+        )
+        return de.plan_to_ddf(
+            plan, st, output_columns=output, index_on=dask_index_on, categories=cats, token=token
+        )
+
+
+def _check_ddf(ddf: object, allow_none: bool) -> None:
+    if ddf is None and allow_none:
+        return
+    from kartoframe.execution.dask_engine import dask_modules
+
+    _, dd = dask_modules()
+    if not isinstance(ddf, dd.DataFrame):
+        raise InvalidTypeError(
+            f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__}"
+            + (" (use store_dataframes_as_dataset for pandas frames)." if ddf is not None else ".")
+        )
+
+
+def _prepare_ddf(
+    ddf: Any,
+    *,
+    partition_on: list[str],
+    secondary_indices: list[str],
+    shuffle: bool,
+    num_buckets: int,
+    bucket_by: list[str],
+    repartition_ratio: float | None,
+    base: LoadedDataset | None,
+    uuid: str,
+    schema_evolution: str = "none",
+) -> tuple[Any, tuple[str, ...]]:
+    """Validate the frame's columns on its meta and apply repartitioning / shuffling."""
+    from kartoframe.execution import dask_engine as de
+    from kartoframe.format.convert import frame_to_table
+    from kartoframe.format.schema import normalize_schema
+    from kartoframe.plan.write import check_write_columns
+
+    de.check_positive_int(num_buckets, "num_buckets")
+    meta_table = frame_to_table(ddf._meta, what="the dask DataFrame's meta")
+    check_write_columns(meta_table.schema, partition_on, secondary_indices, what="the DataFrame")
+    missing = [c for c in bucket_by if c not in meta_table.schema.names]
+    if missing:
+        from kartoframe.errors import ColumnNotFoundError
+
+        raise ColumnNotFoundError(f"bucket_by columns not found in the DataFrame: {missing}.")
+    if base is not None:
+        de.check_against_base(
+            base.schema,
+            normalize_schema(meta_table.schema, partition_on),
+            uuid,
+            "the dask DataFrame's meta",
+            partition_on,
+            schema_evolution,
+        )
+    if repartition_ratio is not None:
+        if not isinstance(repartition_ratio, int | float) or repartition_ratio <= 0:
+            raise InvalidInputError(f"repartition_ratio must be > 0, got {repartition_ratio!r}.")
+        n = max(1, int(-(-ddf.npartitions // repartition_ratio)))
+        ddf = ddf.repartition(npartitions=n)
+    if not shuffle:
+        if bucket_by or num_buckets != 1:
+            raise InvalidInputError("bucket_by and num_buckets need shuffle=True.")
+        return ddf, ()
+    if not partition_on:
+        raise InvalidInputError("shuffle=True needs partition_on (rows are shuffled on it).")
+    return de.shuffle_for_write(ddf, partition_on, bucket_by, num_buckets), (de.BUCKET_COLUMN,)
+
+
+def store_dataset_from_ddf(
+    ddf: Any,
+    store: StoreInput,
+    dataset_uuid: str,
+    partition_on: Sequence[str] | None = None,
+    secondary_indices: Sequence[str] | None = None,
+    shuffle: bool = False,
+    num_buckets: int = 1,
+    bucket_by: Sequence[str] | None = None,
+    sort_partitions_by: Sequence[str] | None = None,
+    metadata: MetadataArg = None,
+    overwrite: bool = False,
+    table_name: str = "table",
+    df_serializer: ParquetSerializer | None = None,
+    metadata_storage_format: str = "json",
+    metadata_version: int = 4,
+    repartition_ratio: float | None = None,
+    schema_evolution: SchemaEvolution = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
+) -> Any:
+    """Write a dask DataFrame as a new dataset; returns a lazy object that commits once.
+
+    Computing the result writes one task per dask partition (each writes its files and
+    returns a small summary), then one final task validates the schemas of all partitions,
+    merges the secondary indices and publishes the header. If any partition fails, the
+    files of the others are deleted and nothing is committed.
+
+    Parameters
+    ----------
+    ddf
+        The data; each dask partition becomes one file per partition value (empty
+        partitions write nothing).
+    store
+        Store URL, :class:`kartoframe.Store` or factory; pickled into the graph.
+    dataset_uuid
+        Name of the new dataset.
+    partition_on
+        Hive partition columns.
+    secondary_indices
+        Columns to build inverted indices for.
+    shuffle
+        Shuffle rows on ``partition_on`` (and the hash bucket of ``bucket_by``) first, so
+        each partition value gets at most ``num_buckets`` files instead of one per dask
+        partition. Needs ``partition_on``.
+    num_buckets
+        Files per partition value with ``shuffle=True``.
+    bucket_by
+        Columns whose hash picks the bucket (default: all non-partition columns).
+    sort_partitions_by
+        Sort each file by these columns.
+    metadata
+        User metadata (dict or callable).
+    overwrite
+        Replace an existing dataset.
+    table_name
+        Table directory name.
+    df_serializer
+        :class:`kartoframe.ParquetSerializer`.
+    metadata_storage_format
+        ``"json"`` or ``"msgpack"``.
+    metadata_version
+        Must be 4.
+    repartition_ratio
+        Divide the number of dask partitions by this before writing.
+    schema_evolution
+        ``"none"`` (default): all partitions must have the same schema. ``"add_columns"``:
+        partitions may add nullable columns (see :func:`kartoframe.store_dataframes_as_dataset`).
+    app_id, app_version, commit_info
+        Idempotent writes and commit information, as in
+        :func:`kartoframe.store_dataframes_as_dataset` (checked when the graph commits).
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+
+    Raises
+    ------
+    DatasetExistsError
+        The dataset exists and ``overwrite`` is False (checked now, and again at commit).
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd, pandas as pd, kartoframe as kf
+    >>> pdf = pd.DataFrame({"country": ["DE", "FR", "DE", "FR"], "units": [1, 2, 3, 4]})
+    >>> ddf = dd.from_pandas(pdf, npartitions=2)
+    >>> job = kf.store_dataset_from_ddf(ddf, "memory://ddf-write-example", "sales",
+    ...                                 partition_on=["country"], shuffle=True)
+    >>> job.compute().uuid
+    'sales'
+    >>> len(kf.read_dataset_metadata("sales", "memory://ddf-write-example").partitions)
+    2
+    """
+    from kartoframe.execution import dask_engine as de
+
+    de.dask_modules()
+    _check_ddf(ddf, allow_none=False)
+    uuid = check_uuid(dataset_uuid)
+    st = ensure_store(store)
+    fmt = check_format(metadata_storage_format)
+    check_metadata_version(metadata_version)
+    naming.validate_name(table_name, "table_name")
+    pon = str_list(partition_on, "partition_on")
+    sidx = str_list(secondary_indices, "secondary_indices")
+    if not isinstance(overwrite, bool):
+        raise InvalidTypeError("overwrite must be a bool.")
+    evolution = _evolution_arg(schema_evolution)
+    if dataset_exists(st, uuid) and not overwrite:
+        raise DatasetExistsError(uuid)
+    prepared, drop = _prepare_ddf(
+        ddf,
+        partition_on=pon,
+        secondary_indices=sidx,
+        shuffle=shuffle,
+        num_buckets=num_buckets,
+        bucket_by=str_list(bucket_by, "bucket_by"),
+        repartition_ratio=repartition_ratio,
+        base=None,
+        uuid=uuid,
+    )
+    token = _uuid.uuid4().hex
+    writer = de.PartitionWriter(
+        store=st,
+        dataset_uuid=uuid,
+        table_name=table_name,
+        partition_on=tuple(pon),
+        index_columns=tuple(sidx),
+        serializer=serializer_arg(df_serializer),
+        sort_partitions_by=tuple(str_list(sort_partitions_by, "sort_partitions_by")),
+        base_schema=None,
+        token=token,
+        drop_columns=drop,
+        schema_evolution=evolution,
+    )
+    committer = de.Committer(
+        store=st,
+        dataset_uuid=uuid,
+        base=None,
+        commit_kwargs={
+            "partition_on": pon,
+            "secondary_indices": sidx,
+            "metadata": _resolve_metadata(metadata, {}),
+            "storage_format": fmt,
+            "table_name": table_name,
+            "expect_absent": not overwrite,
+            "schema_evolution": evolution,
+            "app_id": app_id,
+            "app_version": app_version,
+            "commit_info": commit_info,
+        },
+        result=DatasetMetadataResult,
+        token=token,
+    )
+    return de.write_graph(prepared, writer, committer)
+
+
+def update_dataset_from_ddf(
+    ddf: Any,
+    store: StoreInput,
+    dataset_uuid: str,
+    delete_scope: Sequence[Mapping[str, Any]] | None = None,
+    metadata: MetadataArg = None,
+    df_serializer: ParquetSerializer | None = None,
+    metadata_merger: Callable[..., Any] | None = None,
+    default_metadata_version: int = 4,
+    partition_on: Sequence[str] | None = None,
+    sort_partitions_by: Sequence[str] | None = None,
+    secondary_indices: Sequence[str] | None = None,
+    shuffle: bool = False,
+    num_buckets: int = 1,
+    bucket_by: Sequence[str] | None = None,
+    table_name: str = "table",
+    metadata_storage_format: str = "json",
+    repartition_ratio: float | None = None,
+    schema_evolution: SchemaEvolution = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
+) -> Any:
+    """Add a dask DataFrame to a dataset and/or delete partitions; lazy, one commit.
+
+    The dataset is created if it does not exist. The header is read now (for
+    ``delete_scope``, the partition keys and the indices); the commit checks that it did not
+    change in between and raises :class:`~kartoframe.errors.CommitConflictError` otherwise.
+
+    Parameters
+    ----------
+    ddf
+        The rows to add, or None for a delete-only (or metadata-only) update.
+    store, dataset_uuid
+        The dataset.
+    delete_scope
+        ``[{column: value, ...}, ...]``: partitions matching any dict are removed in the
+        same commit (columns must be partition keys or indexed).
+    metadata
+        User metadata merged over the existing metadata.
+    df_serializer
+        :class:`kartoframe.ParquetSerializer`.
+    metadata_merger
+        Accepted for plateau compatibility; metadata is merged key by key.
+    default_metadata_version
+        Must be 4.
+    partition_on
+        Must equal the dataset's partition keys (default: taken from the dataset).
+    sort_partitions_by
+        Sort each written file by these columns.
+    secondary_indices
+        New indices (only for a new dataset); existing indices are always maintained.
+    shuffle, num_buckets, bucket_by, repartition_ratio
+        As in :func:`store_dataset_from_ddf`.
+    table_name
+        Must match the dataset's table.
+    metadata_storage_format
+        Format of a new dataset's header.
+    schema_evolution
+        ``"none"`` (default) or ``"add_columns"`` (new nullable columns allowed; see
+        :func:`kartoframe.update_dataset_from_dataframes`).
+    app_id, app_version, commit_info
+        Idempotent writes and commit information, as in
+        :func:`kartoframe.store_dataframes_as_dataset` (checked when the graph commits).
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd, pandas as pd, kartoframe as kf
+    >>> pdf = pd.DataFrame({"country": ["DE", "FR"], "units": [1, 2]})
+    >>> _ = kf.store_dataframes_as_dataset(store="memory://ddf-update-example",
+    ...     dataset_uuid="sales", dfs=[pdf], partition_on=["country"])
+    >>> new = dd.from_pandas(pd.DataFrame({"country": ["IT"], "units": [9]}), npartitions=1)
+    >>> kf.update_dataset_from_ddf(new, "memory://ddf-update-example", "sales",
+    ...     delete_scope=[{"country": "FR"}]).compute().uuid
+    'sales'
+    >>> sorted(kf.read_table("sales", "memory://ddf-update-example")["country"])
+    ['DE', 'IT']
+    """
+    from kartoframe.execution import dask_engine as de
+
+    de.dask_modules()
+    _check_ddf(ddf, allow_none=True)
+    del metadata_merger
+    uuid = check_uuid(dataset_uuid)
+    st = ensure_store(store)
+    check_metadata_version(default_metadata_version)
+    fmt = check_format(metadata_storage_format)
+    evolution = _evolution_arg(schema_evolution)
+    naming.validate_name(table_name, "table_name")
+    base = load_dataset(st, uuid) if dataset_exists(st, uuid) else None
+    pon = str_list(partition_on, "partition_on") if partition_on is not None else None
+    if base is not None:
+        bmd = base.metadata
+        if pon is not None and tuple(pon) != bmd.partition_keys:
+            raise InvalidInputError(
+                f"Incompatible set of partition keys encountered: dataset {uuid!r} is "
+                f"partitioned on {list(bmd.partition_keys)}, got {pon}."
+            )
+        pon = list(bmd.partition_keys)
+        if table_name != "table" and table_name != bmd.table_name:
+            raise InvalidInputError(
+                f"table_name {table_name!r} differs from the dataset's table {bmd.table_name!r}."
+            )
+        table_name = bmd.table_name
+    pon = pon or []
+    sidx = str_list(secondary_indices, "secondary_indices")
+    all_idx = sorted(set(sidx) | (base.metadata.index_columns - set(pon) if base else set()))
+    if ddf is None:
+        if base is None:
+            raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
+        if delete_scope is None and metadata is None:
+            raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
+    remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
+    prepared: Any = None
+    drop: tuple[str, ...] = ()
+    if ddf is not None:
+        prepared, drop = _prepare_ddf(
+            ddf,
+            partition_on=pon,
+            secondary_indices=all_idx,
+            shuffle=shuffle,
+            num_buckets=num_buckets,
+            bucket_by=str_list(bucket_by, "bucket_by"),
+            repartition_ratio=repartition_ratio,
+            base=base,
+            uuid=uuid,
+            schema_evolution=evolution,
+        )
+    token = _uuid.uuid4().hex
+    writer = de.PartitionWriter(
+        store=st,
+        dataset_uuid=uuid,
+        table_name=table_name,
+        partition_on=tuple(pon),
+        index_columns=tuple(all_idx),
+        serializer=serializer_arg(df_serializer),
+        sort_partitions_by=tuple(str_list(sort_partitions_by, "sort_partitions_by")),
+        base_schema=base.schema if base is not None else None,
+        token=token,
+        drop_columns=drop,
+        schema_evolution=evolution,
+        bloom_filter_columns=_bloom_columns(base),
+    )
+    committer = de.Committer(
+        store=st,
+        dataset_uuid=uuid,
+        base=base,
+        commit_kwargs={
+            "partition_on": pon,
+            "secondary_indices": sidx,
+            "remove_labels": remove,
+            "metadata": _resolve_metadata(metadata, base.metadata.metadata if base else {}),
+            "storage_format": fmt,
+            "table_name": table_name,
+            "expect_absent": base is None,
+            "schema_evolution": evolution,
+            "app_id": app_id,
+            "app_version": app_version,
+            "commit_info": commit_info,
+        },
+        result=DatasetMetadataResult,
+        token=token,
+    )
+    return de.write_graph(prepared, writer, committer)

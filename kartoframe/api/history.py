@@ -1,0 +1,265 @@
+"""History, time travel and vacuum of datasets (the transaction log, ``docs/transactions.md``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any
+
+from kartoframe.api._args import StoreInput, check_uuid, ensure_store
+from kartoframe.errors import DatasetNotFoundError, InvalidInputError
+from kartoframe.format import naming
+from kartoframe.format.header import DatasetHeader
+from kartoframe.format.statistics import STATISTICS_DIR
+from kartoframe.storage import log
+from kartoframe.storage.commit import publish_current
+from kartoframe.storage.retention import (
+    DEFAULT_RETENTION_HOURS,
+    check_retention,
+    data_candidates,
+    key_ages,
+    retained_versions,
+    temp_candidates,
+)
+from kartoframe.storage.store import Store
+
+__all__ = ["CommitRecord", "dataset_history", "vacuum_dataset"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CommitRecord:
+    """One version of a dataset, as its transaction log records it.
+
+    Attributes
+    ----------
+    version
+        The version number (0, 1, 2, ...).
+    timestamp
+        When it was committed (UTC).
+    operation
+        ``CREATE``, ``OVERWRITE``, ``APPEND``, ``UPDATE``, ``DELETE_PARTITIONS``,
+        ``SET_METADATA``, ``BUILD_INDEX``, ``BUILD_STATISTICS``, ``REVERT``, ``EXTERNAL``
+        (a header written by another program, recorded when kartoframe next committed),
+        ``DELETE``, ...
+    parameters
+        Operation parameters (partition keys, number of files, metadata keys, ...).
+    added, removed
+        Partition labels this version added and removed.
+    commit_info
+        The ``commit_info`` dict passed to the write, if any.
+    app_id, app_version
+        The application transaction id of the write, if any.
+    writer
+        The program and version that committed.
+    reverts
+        For a ``REVERT``: the version it undoes.
+    reverted
+        True if a later ``REVERT`` undid this version (it was never published).
+    """
+
+    version: int
+    timestamp: dt.datetime
+    operation: str
+    parameters: dict[str, Any]
+    added: tuple[str, ...]
+    removed: tuple[str, ...]
+    commit_info: dict[str, Any] | None
+    app_id: str | None
+    app_version: int | None
+    writer: str
+    reverts: int | None = None
+    reverted: bool = False
+
+
+def _record(entry: log.LogEntry, reverted: bool) -> CommitRecord:
+    return CommitRecord(
+        version=entry.version,
+        timestamp=dt.datetime.fromtimestamp(entry.timestamp / 1000, tz=dt.UTC),
+        operation=entry.operation,
+        parameters=dict(entry.parameters),
+        added=entry.added_labels,
+        removed=tuple(entry.remove),
+        commit_info=dict(entry.commit_info) if entry.commit_info is not None else None,
+        app_id=entry.app_id,
+        app_version=entry.app_version,
+        writer=entry.writer,
+        reverts=entry.reverts,
+        reverted=reverted,
+    )
+
+
+def dataset_history(
+    dataset_uuid: str, store: StoreInput, *, limit: int | None = None
+) -> list[CommitRecord]:
+    """The commits of a dataset, newest first.
+
+    Parameters
+    ----------
+    dataset_uuid
+        The dataset.
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    limit
+        Return at most this many (the newest) records.
+
+    Returns
+    -------
+    list of CommitRecord
+        Versions still in the log (``vacuum_dataset`` removes those outside its retention
+        window). A dataset written only by plateau/kartothek has no log yet: its history
+        starts with the first kartoframe commit (an ``EXTERNAL`` record of the state it
+        found, then the commit itself).
+
+    Raises
+    ------
+    DatasetNotFoundError
+        The dataset does not exist.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> df = pd.DataFrame({"p": [1, 2], "v": [1.0, 2.0]})
+    >>> _ = kf.store_dataframes_as_dataset("memory://history-example", "ds", [df],
+    ...                                   partition_on=["p"])
+    >>> _ = kf.update_dataset_from_dataframes([df], "memory://history-example", "ds",
+    ...                                       commit_info={"job": "nightly"})
+    >>> [(r.version, r.operation, len(r.added)) for r in
+    ...  kf.dataset_history("ds", "memory://history-example")]
+    [(1, 'APPEND', 2), (0, 'CREATE', 2)]
+    """
+    st = ensure_store(store)
+    uuid = check_uuid(dataset_uuid)
+    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
+        raise InvalidInputError(f"limit must be a positive integer or None, got {limit!r}.")
+    if log.current_state(st, uuid) is None:
+        raise DatasetNotFoundError(uuid, st.display_url)
+    versions, _ = log.list_log(st, uuid)
+    wanted = versions[-limit:] if limit is not None else versions
+    extra = [v + 1 for v in wanted if v + 1 in set(versions) and v + 1 not in set(wanted)]
+    entries = log.read_entries(st, uuid, [*wanted, *extra])
+    out = []
+    for v in reversed(wanted):
+        entry = entries.get(v)
+        if entry is None:
+            continue
+        following = entries.get(v + 1)
+        out.append(_record(entry, following is not None and following.reverts == v))
+    return out
+
+
+def vacuum_dataset(
+    dataset_uuid: str,
+    store: StoreInput,
+    retention_hours: float = DEFAULT_RETENTION_HOURS,
+    dry_run: bool = False,
+    *,
+    force: bool = False,
+) -> list[str]:
+    """Delete files no version inside the retention window needs.
+
+    Deleted: data, index and statistics files that neither the current version nor any
+    version that was current during the last ``retention_hours`` references, and that
+    are older than the window (files of running writes are newer); temp files of
+    interrupted writes older than the window; log entries and checkpoints older than the
+    oldest retained version (a checkpoint is written for it first). Never deleted:
+    anything the current version references, and ``_common_metadata``. A header that
+    lags the log (a writer stopped after committing) is rewritten first.
+
+    Parameters
+    ----------
+    dataset_uuid
+        The dataset.
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    retention_hours
+        The window (default 168 hours = 7 days, as Delta Lake). Versions older than it
+        can no longer be read with ``version=`` / ``as_of=``.
+    dry_run
+        Only return what would be deleted.
+    force
+        Allow a window shorter than the safe minimum (24 hours): only when no reader of an
+        older version and no writer can be running.
+
+    Returns
+    -------
+    list of str
+        The deleted (or, with ``dry_run``, deletable) keys, sorted.
+
+    Raises
+    ------
+    InvalidInputError
+        ``retention_hours`` is negative, or below the safe minimum without ``force``.
+    DatasetNotFoundError
+        The dataset does not exist.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> url = "memory://vacuum-example"
+    >>> df = pd.DataFrame({"p": [1, 2], "v": [1.0, 2.0]})
+    >>> _ = kf.store_dataframes_as_dataset(url, "ds", [df], partition_on=["p"])
+    >>> _ = kf.store_dataframes_as_dataset(url, "ds", [df], partition_on=["p"], overwrite=True)
+    >>> kf.vacuum_dataset("ds", url)  # version 0 was current a moment ago: kept
+    []
+    >>> gone = kf.vacuum_dataset("ds", url, retention_hours=0, force=True)
+    >>> sorted({k.split("/")[1] for k in gone})  # version 0's files, stats and log entry
+    ['_kartoframe', 'table']
+    >>> [r.version for r in kf.dataset_history("ds", url)]
+    [1]
+    """
+    st = ensure_store(store)
+    uuid = check_uuid(dataset_uuid)
+    if not isinstance(dry_run, bool) or not isinstance(force, bool):
+        raise InvalidInputError("dry_run and force must be booleans.")
+    hours = check_retention(retention_hours, force=force, what="vacuum_dataset")
+    if not dry_run:
+        publish_current(st, uuid)
+    kept = retained_versions(st, uuid, hours)
+    assert kept.current.header is not None
+    cutoff = kept.cutoff_ms
+
+    def _old(mtime: int | None) -> bool:
+        return mtime < cutoff if mtime is not None else hours == 0
+
+    ages: dict[str, int | None] = {}
+    for prefix in _data_prefixes(kept.current.header):
+        ages.update(key_ages(st, prefix))
+    candidates = set(data_candidates(st, kept.current.header))
+    garbage = sorted(
+        k for k in candidates if k not in kept.referenced and _old(ages.get(k, cutoff))
+    )
+    temps = sorted(k for k, t in temp_candidates(st, uuid).items() if _old(t))
+    expired = list(kept.expired_log)
+    if dry_run:
+        return sorted([*garbage, *temps, *expired])
+    st.delete_many(garbage + temps)
+    if expired:
+        if not kept.has_checkpoint and kept.oldest is not None and kept.oldest_state is not None:
+            state = kept.oldest_state
+            st.put_if_absent(
+                log.checkpoint_key(uuid, kept.oldest),
+                log.encode_checkpoint(
+                    kept.oldest,
+                    state.timestamp or 0,
+                    state.header,
+                    state.schema or _schema_bytes(st, state),
+                ),
+            )
+        for key in expired:  # oldest first: the log stays readable from any point
+            st.delete(key)
+    return sorted([*garbage, *temps, *expired])
+
+
+def _data_prefixes(header: DatasetHeader) -> list[str]:
+    uuid = header.uuid
+    return [
+        naming.table_prefix(uuid, header.table_name),
+        f"{uuid}/indices/",
+        f"{uuid}/{STATISTICS_DIR}/",
+    ]
+
+
+def _schema_bytes(store: Store, state: log.State) -> bytes | None:
+    if state.header is None:
+        return None
+    return store.get_or_none(naming.common_metadata_key(state.header.uuid, state.header.table_name))

@@ -1,0 +1,225 @@
+"""Execute a :class:`~kartoframe.plan.cube_write.CubeWritePlan`: files, then one commit per dataset.
+
+1. Data files of every dataset are written first (:func:`write_dataset_chunk`, through
+   :func:`kartoframe.execution.write.write_chunk`: ZSTD Parquet, fresh names). Nobody can
+   see them: no header references them yet.
+2. :func:`commit_all` commits the datasets one at a time (each commit is atomic: one
+   header PUT), non-seed datasets in id order and **the seed last**.
+3. If a commit fails, the datasets committed before it are restored (previous header and
+   ``_common_metadata`` put back, or the new header removed) in reverse order, every file
+   written by the operation is deleted, and the error is raised.
+
+A reader running concurrently sees each dataset either before or after its commit; see
+``docs/cubes.md`` for what that means for queries.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_write, delete_files
+from kartoframe.format import naming
+from kartoframe.format.cube import CUBE_TABLE, Cube
+from kartoframe.format.header import DatasetHeader, encode_header
+from kartoframe.format.schema import compatible_merge, normalize_schema
+from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite, prepare_frame
+from kartoframe.storage.commit import restore
+from kartoframe.storage.resolve import statistics_ref
+from kartoframe.storage.store import Store
+
+__all__ = ["ChunkFailure", "commit_all", "write_dataset_chunk", "write_plan_files"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChunkFailure:
+    """A chunk that could not be validated or written (its files are already removed)."""
+
+    dataset_id: str
+    error: BaseException
+
+
+def write_dataset_chunk(
+    store: Store,
+    cube: Cube,
+    write: DatasetWrite,
+    data: pd.DataFrame | pa.Table,
+    serializer: ParquetSerializer,
+    *,
+    origin: str = "",
+    validate: bool = True,
+) -> ChunkResult:
+    """Validate (NULLs, duplicate cells, schema) and write one chunk of a dataset."""
+    table = prepare_frame(write.dataset_id, data, cube, write.partition_on) if validate else data
+    assert isinstance(table, pa.Table)
+    if validate:
+        compatible_merge(
+            write.schema,
+            normalize_schema(table.schema, write.partition_on),
+            dataset_uuid=write.uuid,
+            origin=origin or f'a chunk of dataset "{write.dataset_id}"',
+            reference_origin="the planned schema",
+        )
+    from kartoframe.execution.write import write_chunk
+
+    return write_chunk(
+        store,
+        write.uuid,
+        table,
+        table_name=CUBE_TABLE,
+        partition_on=write.partition_on,
+        index_columns=write.index_columns,
+        serializer=serializer,
+        origin=origin or f'dataset "{write.dataset_id}"',
+    )
+
+
+def safe_write_chunk(
+    store: Store,
+    cube: Cube,
+    write: DatasetWrite,
+    data: Any,
+    serializer: ParquetSerializer,
+    origin: str = "",
+) -> ChunkResult | ChunkFailure:
+    """:func:`write_dataset_chunk` returning failures as values (for dask tasks)."""
+    try:
+        return write_dataset_chunk(store, cube, write, data, serializer, origin=origin)
+    except Exception as e:  # reported to and re-raised by the commit task
+        return ChunkFailure(write.dataset_id, e)
+
+
+def _chunk_keys(chunks: Mapping[str, Sequence[ChunkResult]]) -> list[str]:
+    return [p.key for cs in chunks.values() for c in cs for p in c.partitions]
+
+
+def write_plan_files(
+    store: Store, plan: CubeWritePlan, serializer: ParquetSerializer
+) -> dict[str, list[ChunkResult]]:
+    """Write the files of every dataset of an eager plan (tables already validated).
+
+    On failure every file written so far is deleted.
+    """
+    out: dict[str, list[ChunkResult]] = {}
+    try:
+        for w in plan.writes:
+            if w.table is None:
+                out[w.dataset_id] = []
+                continue
+            out[w.dataset_id] = [
+                write_dataset_chunk(store, plan.cube, w, w.table, serializer, validate=False)
+            ]
+    except BaseException:
+        delete_files(store, _chunk_keys(out))
+        raise
+    return out
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Committed:
+    uuid: str
+    written: bytes
+    written_format: naming.MetadataFormat
+    previous: bytes | None
+    previous_format: naming.MetadataFormat | None
+    previous_schema: bytes | None
+    new_index_keys: tuple[str, ...]
+
+
+def commit_all(
+    store: Store,
+    plan: CubeWritePlan,
+    chunks: Mapping[str, Sequence[ChunkResult | ChunkFailure]],
+) -> dict[str, DatasetHeader]:
+    """Commit every dataset of a plan (seed last); undo on failure.
+
+    Returns
+    -------
+    dict
+        Dataset id -> committed header.
+
+    Raises
+    ------
+    Exception
+        The first chunk failure, or the commit error; the store is then as before.
+    """
+    failures = [c for cs in chunks.values() for c in cs if isinstance(c, ChunkFailure)]
+    good: dict[str, list[ChunkResult]] = {
+        k: [c for c in cs if isinstance(c, ChunkResult)] for k, cs in chunks.items()
+    }
+    if failures:
+        delete_files(store, _chunk_keys(good))
+        raise failures[0].error
+    done: list[_Committed] = []
+    out: dict[str, DatasetHeader] = {}
+    try:
+        for w in plan.writes:
+            before = w.base if w.base is not None else w.replaces
+            previous_schema = (
+                store.get_or_none(naming.common_metadata_key(w.uuid, before.metadata.table_name))
+                if before is not None
+                else None
+            )
+            header = commit_write(
+                store,
+                w.uuid,
+                good.get(w.dataset_id, []),
+                base=w.base,
+                partition_on=w.partition_on,
+                secondary_indices=w.index_columns if w.base is None else (),
+                remove_labels=w.remove_labels,
+                metadata=w.metadata,
+                storage_format="json",
+                table_name=CUBE_TABLE,
+                expect_absent=before is None,
+                empty_schema=w.schema,
+            )
+            old_index = set(before.metadata.indices.values()) if before is not None else set()
+            old_stats = statistics_ref(before.metadata) if before is not None else None
+            if old_stats is not None and old_stats.key is not None:
+                old_index.add(old_stats.key)
+            new_stats = statistics_ref(header)
+            new_keys = list(header.indices.values())
+            if new_stats is not None and new_stats.key is not None:
+                new_keys.append(new_stats.key)
+            done.append(
+                _Committed(
+                    uuid=w.uuid,
+                    written=encode_header(header),
+                    written_format=header.storage_format,
+                    previous=before.header_bytes if before is not None else None,
+                    previous_format=before.metadata.storage_format if before is not None else None,
+                    previous_schema=previous_schema,
+                    new_index_keys=tuple(k for k in new_keys if k not in old_index),
+                )
+            )
+            out[w.dataset_id] = header
+    except BaseException:
+        kept: set[str] = set()
+        for c in reversed(done):
+            try:
+                restore(
+                    store,
+                    c.uuid,
+                    written=c.written,
+                    written_format=c.written_format,
+                    previous=c.previous,
+                    previous_format=c.previous_format,
+                    table=CUBE_TABLE,
+                    previous_schema=c.previous_schema,
+                )
+            except Exception:  # another writer built on this commit: keep its files
+                kept.add(c.uuid)
+            else:
+                delete_files(store, c.new_index_keys)
+        by_uuid = {w.dataset_id: w.uuid for w in plan.writes}
+        delete_files(
+            store,
+            _chunk_keys({k: v for k, v in good.items() if by_uuid.get(k) not in kept}),
+        )
+        raise
+    return out

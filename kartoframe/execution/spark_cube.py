@@ -1,0 +1,193 @@
+"""Cube queries and cube writes on Spark (pyspark reached through :mod:`spark_engine`).
+
+Queries
+    The :class:`~kartoframe.plan.cube_query.CubeQueryPlan` is cut into its query groups
+    (one per ``partition_by`` value, or per cube partition, neighbouring ones coalesced to
+    a few per core); a ``mapInArrow`` over the group numbers runs
+    :func:`kartoframe.execution.cube_join.load_group` — the kernel of the eager and dask
+    engines, so seed cells, inner/left joins, the keep-last overlay and the column order
+    are the same by construction — and hands the rows to Spark as Arrow. Rows then come
+    in :func:`kartoframe.query_cube`'s order: with ``partition_by`` the groups already are
+    in order; without, a query reading at most eight files per core runs as one group (in
+    order), a larger one ends with a Spark ``orderBy`` on the query dimensions and the
+    cube partition columns (``sort=False`` skips it).
+
+Writes
+    Every dataset's Spark DataFrame is written by :func:`spark_engine.write_sdf`, whose
+    executors validate each chunk with the cube rules (NULLs, duplicate cells, the planned
+    schema) before writing it; then :func:`kartoframe.execution.cube_write.commit_all`
+    commits one dataset at a time, the seed last, undoing everything on failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from kartoframe.errors import EmptyInputError
+from kartoframe.execution import spark_engine
+from kartoframe.execution.cube_join import load_group
+from kartoframe.execution.cube_write import commit_all
+from kartoframe.execution.write import ChunkResult, ParquetSerializer, delete_files
+from kartoframe.format.cube import CUBE_TABLE, Cube
+from kartoframe.format.header import DatasetHeader
+from kartoframe.format.schema import compatible_merge, normalize_schema
+from kartoframe.format.spark_types import spark_arrow_schema, to_spark_schema, to_spark_table
+from kartoframe.plan.cube_query import CubeQueryPlan
+from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite, prepare_frame
+from kartoframe.storage.store import Store
+
+__all__ = ["cube_output_schema", "cube_plan_to_sdf", "write_cube_sdfs"]
+
+
+def cube_output_schema(plan: CubeQueryPlan) -> pa.Schema:
+    """Arrow schema of the query result: each column typed by the dataset providing it
+    (the seed first, then the others in join order, as the join kernel does).
+    """
+    fields = []
+    for c in plan.output_columns:
+        for read in plan.reads:
+            if c in read.scan_columns:
+                fields.append(pa.field(c, read.schema.field(c).type))
+                break
+        else:  # pragma: no cover - the planner only outputs loaded columns
+            raise AssertionError(f"no dataset provides column {c!r}")
+    return pa.schema(fields)
+
+
+def _slim(plan: CubeQueryPlan) -> CubeQueryPlan:
+    """The plan without what executors do not need (header label order, the groups)."""
+    reads = tuple(dataclasses.replace(r, label_order={}) for r in plan.reads)
+    return dataclasses.replace(plan, reads=reads, groups=())
+
+
+def cube_plan_to_sdf(spark: Any, plan: CubeQueryPlan, store: Store, *, sort: bool = True) -> Any:
+    """Run a cube query plan on Spark; return the (lazy) Spark DataFrame.
+
+    Parameters
+    ----------
+    spark
+        The SparkSession.
+    plan
+        The planned query.
+    store
+        The cube's store (not ``memory://``).
+    sort
+        Without ``partition_by``: sort rows like :func:`kartoframe.query_cube` (query
+        dimensions, then cube partition columns). With ``partition_by`` the rows come in
+        that order anyway (partition-by values first).
+    """
+    spark_engine.require_pyspark()
+    spark_engine.check_store(store)
+    schema = cube_output_schema(plan)
+    target = spark_arrow_schema(schema)
+    struct = spark_engine.spark_type(to_spark_schema(schema))
+    if not plan.groups:
+        return spark.createDataFrame([], struct)
+    slices = max(1, spark.sparkContext.defaultParallelism * 4)
+    groups = plan.coalesced(slices)
+    if not plan.intention.partition_by and len(groups) > 1:
+        merged = plan.merged()
+        if sum(len(f) for f in merged.files.values()) <= 2 * slices:
+            # few files: one task returns the rows in order; no sort, no second pass
+            groups = (merged,)
+    slim = _slim(plan)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for i in b.column(0).to_pylist():
+                df = load_group(slim, groups[i], store)
+                if len(df) == 0:
+                    continue
+                table = pa.Table.from_pandas(df, schema=schema, preserve_index=False)
+                yield from to_spark_table(table, target).to_batches(max_chunksize=65536)
+
+    n = len(groups)
+    sdf = spark.range(0, n, 1, min(n, slices)).mapInArrow(run, struct)
+    if sort and not plan.intention.partition_by and n > 1:
+        sdf = sdf.orderBy(*[spark_engine.column(c) for c in plan.sort_columns])
+    return sdf
+
+
+@dataclasses.dataclass(frozen=True)
+class CubeChunk:
+    """Executor-side validation of one chunk of a cube dataset (the eager rules)."""
+
+    cube: Cube
+    write: DatasetWrite
+
+    def __call__(self, table: pa.Table, origin: str) -> pa.Table:
+        """NULLs and duplicate cells (raises), sort, check against the planned schema."""
+        w = self.write
+        table = prepare_frame(w.dataset_id, table, self.cube, w.partition_on)
+        compatible_merge(
+            w.schema,
+            normalize_schema(table.schema, w.partition_on),
+            dataset_uuid=w.uuid,
+            origin=f'{origin} of dataset "{w.dataset_id}"',
+            reference_origin="the planned schema",
+        )
+        return table
+
+
+def _zones(schema: pa.Schema) -> dict[str, str | None]:
+    return {
+        f.name: f.type.tz for f in schema if pa.types.is_timestamp(f.type) and f.type.tz is not None
+    }
+
+
+def write_cube_sdfs(
+    store: Store,
+    plan: CubeWritePlan,
+    frames: Mapping[str, Any],
+    serializer: ParquetSerializer,
+    *,
+    repartition: bool = True,
+    require_rows: bool = True,
+) -> dict[str, DatasetHeader]:
+    """Write every dataset's Spark DataFrame, then commit the datasets (seed last).
+
+    Raises
+    ------
+    EmptyInputError
+        ``require_rows`` and a written dataset got no rows.
+    KartoframeError
+        A cube rule broken by the data (found by an executor) or a commit conflict;
+        every file written for the operation is deleted and no header changes.
+    """
+    chunks: dict[str, list[ChunkResult]] = {w.dataset_id: [] for w in plan.writes}
+    try:
+        for w in plan.writes:
+            sdf = frames.get(w.dataset_id)
+            if sdf is None:
+                continue
+            slim = dataclasses.replace(w, table=None, base=None, replaces=None)
+            chunks[w.dataset_id] = spark_engine.write_sdf(
+                sdf,
+                store,
+                w.uuid,
+                table_name=CUBE_TABLE,
+                partition_on=w.partition_on,
+                index_columns=w.index_columns,
+                serializer=serializer,
+                timezones=_zones(w.schema),
+                repartition=repartition,
+                prepare=CubeChunk(plan.cube, slim),
+            )
+        if require_rows:
+            empty = sorted(
+                w.dataset_id
+                for w in plan.writes
+                if w.dataset_id in frames
+                and frames[w.dataset_id] is not None
+                and not any(c.partitions for c in chunks[w.dataset_id])
+            )
+            if empty:
+                raise EmptyInputError(f"Cannot write empty datasets: {', '.join(empty)}")
+    except BaseException:
+        delete_files(store, [p.key for cs in chunks.values() for c in cs for p in c.partitions])
+        raise
+    return commit_all(store, plan, chunks)

@@ -1,0 +1,640 @@
+"""Per-file data-skipping statistics: computation, layout and the side-file codec. Pure.
+
+kartoframe keeps, for every data file of a dataset, its row count, byte size and, per
+column, min, max and null count; for low-cardinality columns the list of distinct values;
+and, for columns the dataset chose, a bloom filter. They live in one Parquet *side file*
+per commit, ``<uuid>/_kartoframe/stats/<quoted ISO timestamp>.statistics.pq``, referenced
+from the header's ``kartoframe`` map (see ``docs/statistics.md``). Layout, one row per data
+file and one struct column per statistic (the xskipper layout, with Delta's nesting)::
+
+    label: string            partition label (primary key)
+    key: string              data file key; a row is only used if it equals the header's
+    rows: int64              rows in the file
+    bytes: int64             file size (null if unknown)
+    min: struct<col: T, ...>         lower bound of the non-null, non-NaN values
+    max: struct<col: T, ...>         upper bound of the non-null, non-NaN values
+    null_count: struct<col: int64>   nulls, NaN included (kartoframe's null semantics)
+    value_list: struct<col: list<T>> sorted distinct non-null values (null: not kept)
+    bloom: struct<col: binary>       bloom filter of the distinct values (null: not kept)
+
+A null statistic means *unknown*; planners must then assume the file may match. A group
+without fields (e.g. no column qualifies for value lists) is left out of the file.
+
+The format version is stored in the Parquet key-value metadata
+(``kartoframe.statistics.version``) and in the header reference; readers ignore files of
+a version they do not know (they read as if there were no statistics).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from kartoframe.errors import CorruptMetadataError
+from kartoframe.format.naming import check_key_inside, quote
+from kartoframe.format.schema import normalize_type
+
+__all__ = [
+    "BLOOM_BITS_PER_VALUE",
+    "GROUPS",
+    "STATISTICS_DIR",
+    "STATISTICS_SUFFIX",
+    "STATISTICS_VERSION",
+    "STRING_STATS_MAX_BYTES",
+    "VALUE_LIST_MAX",
+    "StatisticsRef",
+    "bloom_hashes",
+    "bloom_type_supported",
+    "compute_statistics",
+    "conform_statistics",
+    "empty_statistics",
+    "merge_statistics",
+    "statistics_from_bytes",
+    "statistics_key",
+    "statistics_to_bytes",
+    "with_files",
+]
+
+#: Version of the side-file layout described in the module docstring.
+STATISTICS_VERSION = 1
+VERSION_KEY = b"kartoframe.statistics.version"
+#: Directory (below ``<uuid>/``) of the statistics files.
+STATISTICS_DIR = "_kartoframe/stats"
+#: Suffix of a statistics file. Deliberately not ``.parquet``: plateau lists every
+#: ``*.parquet`` key below ``<uuid>/`` as a data file when a header has no partitions.
+STATISTICS_SUFFIX = ".statistics.pq"
+#: A column keeps a value list when a written chunk has at most this many distinct values.
+VALUE_LIST_MAX = 32
+#: String/binary min and max longer than this are truncated (bounds stay valid).
+STRING_STATS_MAX_BYTES = 64
+#: Bloom filter size (about 1 % false positives with 7 hash functions).
+BLOOM_BITS_PER_VALUE = 9.6
+BLOOM_HASHES = 7
+#: Upper bound of one bloom filter (bytes); larger sets get a higher false-positive rate.
+BLOOM_MAX_BYTES = 1 << 20
+
+BASE_FIELDS = (
+    pa.field("label", pa.string(), nullable=False),
+    pa.field("key", pa.string(), nullable=False),
+    pa.field("rows", pa.int64()),
+    pa.field("bytes", pa.int64()),
+)
+#: The statistic groups, in file order.
+GROUPS = ("min", "max", "null_count", "value_list", "bloom")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class StatisticsRef:
+    """The header's reference to the current statistics file.
+
+    Attributes
+    ----------
+    key
+        Storage key of the side file.
+    version
+        Layout version of the file.
+    partitions
+        Number of data files it describes.
+    bloom_filter_columns
+        Columns for which writers build bloom filters.
+    """
+
+    key: str | None
+    version: int = STATISTICS_VERSION
+    partitions: int = 0
+    bloom_filter_columns: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON/msgpack form stored in the header."""
+        out: dict[str, Any] = {"version": self.version, "key": self.key}
+        out["partitions"] = self.partitions
+        if self.bloom_filter_columns:
+            out["bloom_filter_columns"] = list(self.bloom_filter_columns)
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: object, dataset_uuid: str) -> StatisticsRef | None:
+        """Parse a header reference; None if absent or malformed (statistics are optional).
+
+        Raises
+        ------
+        UnsafePathError
+            The key points outside the dataset.
+        """
+        if not isinstance(raw, Mapping):
+            return None
+        key = raw.get("key")
+        version = raw.get("version")
+        if key is not None and not isinstance(key, str):
+            return None
+        if not isinstance(version, int) or isinstance(version, bool):
+            return None
+        parts = raw.get("partitions", 0)
+        blooms = raw.get("bloom_filter_columns", [])
+        if not isinstance(blooms, list) or not all(isinstance(c, str) for c in blooms):
+            blooms = []
+        if key is not None:
+            check_key_inside(key, dataset_uuid)
+        return cls(
+            key=key,
+            version=version,
+            partitions=parts if isinstance(parts, int) else 0,
+            bloom_filter_columns=tuple(blooms),
+        )
+
+
+def statistics_key(dataset_uuid: str, timestamp_iso: str) -> str:
+    """Key of a statistics file written at ``timestamp_iso``."""
+    return f"{dataset_uuid}/{STATISTICS_DIR}/{quote(timestamp_iso)}{STATISTICS_SUFFIX}"
+
+
+# --------------------------------------------------------------------------- types
+
+
+def _base_type(t: pa.DataType) -> pa.DataType:
+    return normalize_type(t.value_type if pa.types.is_dictionary(t) else t)
+
+
+def _minmax_type(t: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_boolean(t)
+        or pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_decimal(t)
+        or pa.types.is_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_date(t)
+        or pa.types.is_timestamp(t)
+    )
+
+
+def _value_list_type(t: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_integer(t)
+        or pa.types.is_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_date32(t)
+    )
+
+
+def bloom_type_supported(t: pa.DataType) -> bool:
+    """Whether a (normalised) column type can carry a bloom filter."""
+    return bool(
+        pa.types.is_integer(t)
+        or pa.types.is_string(t)
+        or pa.types.is_binary(t)
+        or pa.types.is_date32(t)
+        or pa.types.is_timestamp(t)
+    )
+
+
+def _has_stats(t: pa.DataType) -> bool:
+    return not pa.types.is_nested(t)
+
+
+def statistics_schema(
+    schema: pa.Schema, partition_keys: Sequence[str], bloom_filter_columns: Iterable[str] = ()
+) -> pa.Schema:
+    """The side-file schema for a dataset schema (groups without fields left out)."""
+    blooms = set(bloom_filter_columns)
+    cols = [f for f in schema if f.name not in partition_keys and _has_stats(f.type)]
+    groups: dict[str, list[pa.Field]] = {g: [] for g in GROUPS}
+    for f in cols:
+        t = _base_type(f.type)
+        groups["null_count"].append(pa.field(f.name, pa.int64()))
+        if _minmax_type(t):
+            groups["min"].append(pa.field(f.name, t))
+            groups["max"].append(pa.field(f.name, t))
+        if _value_list_type(t):
+            groups["value_list"].append(pa.field(f.name, pa.list_(t)))
+        if bloom_type_supported(t) and f.name in blooms:
+            groups["bloom"].append(pa.field(f.name, pa.binary()))
+    return pa.schema(
+        [*BASE_FIELDS, *(pa.field(g, pa.struct(groups[g])) for g in GROUPS if groups[g])]
+    )
+
+
+# --------------------------------------------------------------------------- truncation
+
+
+def _truncate_min(value: Any, limit: int) -> Any:
+    """A prefix of at most ``limit`` bytes: still <= the value."""
+    if isinstance(value, str):
+        raw = value.encode("utf-8")
+        if len(raw) <= limit:
+            return value
+        return raw[:limit].decode("utf-8", errors="ignore")
+    if isinstance(value, bytes) and len(value) > limit:
+        return value[:limit]
+    return value
+
+
+def _truncate_max(value: Any, limit: int) -> Any:
+    """Return a value of at most ``limit`` bytes above every value with the same prefix.
+
+    None (unknown) if there is none.
+    """
+    if isinstance(value, str):
+        if len(value.encode("utf-8")) <= limit:
+            return value
+        prefix = value.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+        chars = list(prefix)
+        while chars:
+            cp = ord(chars[-1]) + 1
+            if 0xD800 <= cp <= 0xDFFF:
+                cp = 0xE000
+            if cp <= 0x10FFFF:
+                chars[-1] = chr(cp)
+                out = "".join(chars)
+                if len(out.encode("utf-8")) <= limit:
+                    return out
+            chars.pop()
+        return None
+    if isinstance(value, bytes):
+        if len(value) <= limit:
+            return value
+        raw = bytearray(value[:limit])
+        while raw:
+            if raw[-1] < 0xFF:
+                raw[-1] += 1
+                return bytes(raw)
+            raw.pop()
+        return None
+    return value
+
+
+# --------------------------------------------------------------------------- bloom
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _splitmix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser over uint64 (wrapping arithmetic)."""
+    with np.errstate(over="ignore"):
+        z = x + np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def bloom_hashes(values: pa.Array) -> np.ndarray:
+    """64-bit hashes of non-null values (uint64), as stored in bloom filters.
+
+    Integers, dates (days) and timestamps (µs since the epoch, UTC) hash their int64
+    value with splitmix64; strings hash their UTF-8 bytes and binaries their bytes with
+    BLAKE2b (8-byte digest, little-endian).
+    """
+    t = values.type
+    if pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t):
+        out = np.empty(len(values), dtype=np.uint64)
+        for i, v in enumerate(values.to_pylist()):
+            raw = v.encode("utf-8") if isinstance(v, str) else v
+            out[i] = int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little")
+        return out
+    if pa.types.is_timestamp(t):
+        values = values.cast(pa.timestamp("us", tz=t.tz), safe=False)
+    elif pa.types.is_date32(t):
+        values = values.cast(pa.int32())
+    ints = values.cast(pa.int64()) if not pa.types.is_uint64(t) else values
+    arr = ints.to_numpy(zero_copy_only=False)
+    return _splitmix64(arr.astype(np.int64).view(np.uint64) if arr.dtype != np.uint64 else arr)
+
+
+def _bloom_positions(h: np.ndarray, m_bits: np.ndarray | int, k: int) -> np.ndarray:
+    """Bit positions ``(h1 + i*h2) mod m`` for i < k (shape ``(k, len(h))``)."""
+    h1 = h & np.uint64(0xFFFFFFFF)
+    h2 = (h >> np.uint64(32)) | np.uint64(1)
+    i = np.arange(k, dtype=np.uint64)[:, None]
+    with np.errstate(over="ignore"):
+        return (h1[None, :] + i * h2[None, :]) % np.asarray(m_bits, dtype=np.uint64)
+
+
+def build_bloom(hashes: np.ndarray) -> bytes:
+    """A bloom filter: one byte ``k`` followed by the bit array (little-endian bits)."""
+    n = max(1, len(hashes))
+    n_bytes = min(BLOOM_MAX_BYTES, max(8, math.ceil(n * BLOOM_BITS_PER_VALUE / 8)))
+    bits = np.zeros(n_bytes, dtype=np.uint8)
+    if len(hashes):
+        pos = _bloom_positions(hashes, n_bytes * 8, BLOOM_HASHES).ravel()
+        np.bitwise_or.at(bits, (pos >> np.uint64(3)).astype(np.int64), 1 << (pos & np.uint64(7)))
+    return bytes([BLOOM_HASHES]) + bits.tobytes()
+
+
+def bloom_may_contain(blooms: pa.Array, hashes: np.ndarray) -> np.ndarray:
+    """For each bloom filter (binary array), whether any of ``hashes`` may be in it.
+
+    Null filters (unknown) answer True.
+    """
+    n = len(blooms)
+    out = np.zeros(n, dtype=bool)
+    valid = ~np.asarray(blooms.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    out[~valid] = True
+    if not valid.any():
+        return out
+    arr = blooms.cast(pa.binary())
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8) if arr.buffers()[2] else None
+    if data is None:
+        return out
+    idx = np.flatnonzero(valid)
+    starts = offsets[idx].astype(np.int64)
+    lengths = offsets[idx + 1].astype(np.int64) - starts
+    ok = lengths >= 2
+    out[idx[~ok]] = True
+    idx, starts, lengths = idx[ok], starts[ok], lengths[ok]
+    if not len(idx):
+        return out
+    ks = data[starts].astype(np.int64)
+    m_bits = ((lengths - 1) * 8).astype(np.uint64)
+    for h in hashes:
+        hit = np.ones(len(idx), dtype=bool)
+        for i in range(int(ks.max())):
+            active = ks > i
+            h1 = np.uint64(int(h) & 0xFFFFFFFF)
+            h2 = np.uint64((int(h) >> 32) | 1)
+            with np.errstate(over="ignore"):
+                pos = (h1 + np.uint64(i) * h2) % m_bits
+            byte = data[starts + 1 + (pos >> np.uint64(3)).astype(np.int64)]
+            bit = (byte >> (pos & np.uint64(7)).astype(np.uint8)) & 1
+            hit &= ~active | (bit == 1)
+        out[idx[hit]] = True
+    return out
+
+
+# --------------------------------------------------------------------------- compute
+
+
+def _column_stats(
+    col: pa.ChunkedArray,
+    t: pa.DataType,
+    want_values: bool,
+    want_bloom: bool,
+) -> tuple[Any, Any, int, list[Any] | None, bytes | None]:
+    nulls = col.null_count
+    if pa.types.is_floating(t):
+        nulls += int(pc.sum(pc.is_nan(col)).as_py() or 0)
+    lo = hi = None
+    if _minmax_type(t) and nulls < len(col):
+        mm = pc.min_max(col)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if isinstance(lo, float) and math.isnan(lo):
+            lo = hi = None
+        if pa.types.is_string(t) or pa.types.is_binary(t):
+            lo = _truncate_min(lo, STRING_STATS_MAX_BYTES)
+            hi = _truncate_max(hi, STRING_STATS_MAX_BYTES)
+    values: list[Any] | None = None
+    bloom: bytes | None = None
+    if want_values or want_bloom:
+        uniq = pc.unique(col).drop_null()
+        if want_values:
+            too_long = (pa.types.is_string(t) or pa.types.is_binary(t)) and len(uniq) > 0
+            if too_long:
+                too_long = (pc.max(pc.binary_length(uniq)).as_py() or 0) > STRING_STATS_MAX_BYTES
+            if not too_long and len(uniq) <= VALUE_LIST_MAX:
+                values = uniq.take(pc.sort_indices(uniq)).to_pylist()
+        if want_bloom:
+            bloom = build_bloom(bloom_hashes(uniq))
+    return lo, hi, nulls, values, bloom
+
+
+def _low_cardinality(cols: Sequence[pa.ChunkedArray], t: pa.DataType) -> bool:
+    """At most :data:`VALUE_LIST_MAX` distinct values over all slices of a chunk.
+
+    A prefix of the rows is checked first, so high-cardinality columns cost little.
+    """
+    whole = pa.chunked_array([ch for c in cols for ch in c.chunks], type=t)
+    if len(whole) > 4 * _SAMPLE_ROWS:
+        head = whole.slice(0, _SAMPLE_ROWS)
+        if pc.count_distinct(head).as_py() > VALUE_LIST_MAX:
+            return False
+    return bool(pc.count_distinct(whole).as_py() <= VALUE_LIST_MAX)
+
+
+_SAMPLE_ROWS = 4096
+
+
+def compute_statistics(
+    tables: Sequence[pa.Table],
+    *,
+    bloom_filter_columns: Iterable[str] = (),
+) -> pa.Table:
+    """Statistics of each table (one row per table, same order; no file columns yet).
+
+    Parameters
+    ----------
+    tables
+        Slices of one written chunk, as written (same schema). Partition columns must
+        already be removed.
+    bloom_filter_columns
+        Columns to build bloom filters for (ignored where the type does not qualify).
+
+    Returns
+    -------
+    pyarrow.Table
+        Columns ``rows``, ``min``, ``max``, ``null_count``, ``value_list``, ``bloom``
+        (groups without fields are left out).
+    """
+    if not tables:
+        return pa.table({"rows": pa.array([], type=pa.int64())})
+    blooms = set(bloom_filter_columns)
+    first = tables[0].schema
+    groups: dict[str, dict[str, pa.Array]] = {g: {} for g in GROUPS}
+    for name in first.names:
+        raw_type = first.field(name).type
+        t = _base_type(raw_type)
+        if not _has_stats(t) or name.startswith("__index_level_"):
+            continue
+        cols = [tb.column(name) for tb in tables]
+        if raw_type != t:
+            cols = [c.cast(t) for c in cols]
+        want_values = _value_list_type(t) and _low_cardinality(cols, t)
+        want_bloom = name in blooms and bloom_type_supported(t)
+        results = [_column_stats(c, t, want_values, want_bloom) for c in cols]
+        groups["null_count"][name] = pa.array([r[2] for r in results], type=pa.int64())
+        if _minmax_type(t):
+            groups["min"][name] = pa.array([r[0] for r in results], type=t)
+            groups["max"][name] = pa.array([r[1] for r in results], type=t)
+        if _value_list_type(t):
+            groups["value_list"][name] = pa.array([r[3] for r in results], type=pa.list_(t))
+        if want_bloom:
+            groups["bloom"][name] = pa.array([r[4] for r in results], type=pa.binary())
+    out: dict[str, pa.Array] = {"rows": pa.array([tb.num_rows for tb in tables], type=pa.int64())}
+    for g in GROUPS:
+        if groups[g]:
+            out[g] = pa.StructArray.from_arrays(list(groups[g].values()), list(groups[g]))
+    return pa.table(out)
+
+
+def with_files(
+    stats: pa.Table, labels: Sequence[str], keys: Sequence[str], sizes: Sequence[int | None]
+) -> pa.Table:
+    """Prepend the ``label``, ``key`` and ``bytes`` columns to computed statistics."""
+    out = {
+        "label": pa.array(list(labels), type=pa.string()),
+        "key": pa.array(list(keys), type=pa.string()),
+        "rows": stats.column("rows"),
+        "bytes": pa.array(list(sizes), type=pa.int64()),
+    }
+    for g in GROUPS:
+        if g in stats.column_names:
+            out[g] = stats.column(g)
+    return pa.table(out)
+
+
+# --------------------------------------------------------------------------- conform/merge
+
+
+def empty_statistics(
+    schema: pa.Schema, partition_keys: Sequence[str], bloom_filter_columns: Iterable[str] = ()
+) -> pa.Table:
+    """A zero-row statistics table for a dataset schema."""
+    return statistics_schema(schema, partition_keys, bloom_filter_columns).empty_table()
+
+
+def _group_field(table: pa.Table, group: str, name: str) -> pa.ChunkedArray | None:
+    if group not in table.column_names:
+        return None
+    col = table.column(group)
+    if name not in [f.name for f in col.type]:
+        return None
+    return pa.chunked_array([ch.field(name) for ch in col.chunks], type=col.type.field(name).type)
+
+
+def conform_statistics(
+    stats: pa.Table,
+    schema: pa.Schema,
+    partition_keys: Sequence[str],
+    bloom_filter_columns: Iterable[str] = (),
+) -> pa.Table:
+    """Align a statistics table to a dataset schema.
+
+    Statistics of columns the schema lacks are dropped; columns without statistics
+    (added by schema evolution, or not computed) get nulls (unknown); types are cast to
+    the schema's (a statistic that cannot be cast becomes unknown).
+    """
+    target = statistics_schema(schema, partition_keys, bloom_filter_columns)
+    n = stats.num_rows
+    cols: dict[str, pa.ChunkedArray | pa.Array] = {}
+    for f in BASE_FIELDS:
+        if f.name in stats.column_names:
+            cols[f.name] = stats.column(f.name).cast(f.type)
+        else:
+            cols[f.name] = pa.nulls(n, type=f.type)
+    for g in GROUPS:
+        if g not in target.names:
+            continue
+        gtype = target.field(g).type
+        arrays = []
+        for sub in gtype:
+            got = _group_field(stats, g, sub.name)
+            if got is None:
+                arrays.append(pa.nulls(n, type=sub.type))
+                continue
+            try:
+                arrays.append(got.cast(sub.type).combine_chunks())
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                arrays.append(pa.nulls(n, type=sub.type))
+        cols[g] = pa.StructArray.from_arrays(arrays, fields=list(gtype))
+    return pa.table(cols, schema=target)
+
+
+def merge_statistics(
+    old: pa.Table | None,
+    new: Sequence[pa.Table],
+    partitions: Mapping[str, str],
+    schema: pa.Schema,
+    partition_keys: Sequence[str],
+    bloom_filter_columns: Iterable[str] = (),
+) -> pa.Table:
+    """Statistics of the partitions of a new header.
+
+    Rows of ``new`` win; rows of ``old`` are kept for labels the header still lists with
+    the same data file key. Rows are ordered like ``partitions`` (header order) and
+    partitions without statistics are simply absent.
+    """
+    blooms = list(bloom_filter_columns)
+    runs: list[list[pa.Table]] = []
+    for t in new:
+        if not t.num_rows:
+            continue
+        if runs and runs[-1][0].schema.equals(t.schema):
+            runs[-1].append(t)
+        else:
+            runs.append([t])
+    parts = [
+        conform_statistics(pa.concat_tables(run), schema, partition_keys, blooms) for run in runs
+    ]
+    if old is not None and old.num_rows:
+        parts.insert(0, conform_statistics(old, schema, partition_keys, blooms))
+    if not parts:
+        return empty_statistics(schema, partition_keys, blooms)
+    table = pa.concat_tables(parts)
+    labels = table.column("label").to_pylist()
+    keys = table.column("key").to_pylist()
+    pick: dict[str, int] = {}
+    for i, (lb, k) in enumerate(zip(labels, keys)):
+        if partitions.get(lb) == k:
+            pick[lb] = i  # later rows (new) win
+    order = [pick[lb] for lb in partitions if lb in pick]
+    return table.take(pa.array(order, type=pa.int64()))
+
+
+# --------------------------------------------------------------------------- codec
+
+
+def statistics_to_bytes(stats: pa.Table) -> bytes:
+    """Serialise a statistics table (groups without fields are left out)."""
+    keep = [
+        c for c in stats.column_names if stats.schema.field(c).type.num_fields or c not in GROUPS
+    ]
+    table = stats.select(keep).replace_schema_metadata(
+        {VERSION_KEY: str(STATISTICS_VERSION).encode()}
+    )
+    buf = io.BytesIO()
+    pq.write_table(table, buf, version="2.6", compression="zstd")
+    return buf.getvalue()
+
+
+def statistics_from_bytes(data: bytes, origin: str = "") -> pa.Table | None:
+    """Decode a statistics file; None if its version is newer than this reader's.
+
+    Raises
+    ------
+    CorruptMetadataError
+        Not Parquet, no version, or the base columns are missing or mistyped.
+    """
+    try:
+        table = pq.read_table(pa.BufferReader(data))
+    except (pa.ArrowException, OSError, ValueError) as e:
+        raise CorruptMetadataError(f"Cannot read statistics file {origin}: {e}") from e
+    raw_version = (table.schema.metadata or {}).get(VERSION_KEY)
+    try:
+        version = int(raw_version) if raw_version is not None else None
+    except ValueError:
+        version = None
+    if version is None:
+        raise CorruptMetadataError(f"Statistics file {origin} has no valid format version.")
+    if version > STATISTICS_VERSION:
+        return None
+    for f in BASE_FIELDS:
+        if f.name not in table.column_names:
+            raise CorruptMetadataError(f"Statistics file {origin} lacks column {f.name!r}.")
+        got = table.schema.field(f.name).type
+        if got != f.type and not (f.type == pa.string() and pa.types.is_large_string(got)):
+            raise CorruptMetadataError(
+                f"Statistics file {origin}: column {f.name!r} has type {got}, expected {f.type}."
+            )
+    for g in GROUPS:
+        if g in table.column_names and not pa.types.is_struct(table.schema.field(g).type):
+            raise CorruptMetadataError(f"Statistics file {origin}: {g!r} must be a struct.")
+    return table.replace_schema_metadata(None)

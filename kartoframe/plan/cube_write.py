@@ -1,0 +1,580 @@
+"""Cube write planning: validate a write and describe it per dataset (pure).
+
+Every rule of kartothek's cube write path is checked here, before any byte is written:
+input shape, ``partition_on`` (fixed for the seed), the metadata dict, missing seed /
+dimension / partition columns, duplicate column names, NULLs in dimension, partition and
+index columns, duplicate cells, payload columns already owned by another dataset,
+unspecified cube partition columns, and finally the cube consistency rules on the cube as
+it will be after the write (:func:`kartoframe.format.cube.check_datasets`).
+
+The result is a :class:`CubeWritePlan`: one :class:`DatasetWrite` per touched dataset,
+in commit order (non-seed datasets sorted by id, the seed last).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kartoframe.errors import (
+    DatasetExistsError,
+    EmptyInputError,
+    InvalidInputError,
+    InvalidTypeError,
+)
+from kartoframe.format.convert import frame_to_table
+from kartoframe.format.cube import (
+    CUBE_TABLE,
+    Cube,
+    CubeMember,
+    check_datasets,
+    cube_metadata,
+    member_from_loaded,
+    payload_subset,
+    str_tuple,
+)
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.schema import compatible_merge, normalize_schema
+from kartoframe.plan import predicates as preds
+from kartoframe.plan.conditions import Conjunction
+from kartoframe.plan.pruning import prune
+
+__all__ = [
+    "CubeWritePlan",
+    "DatasetWrite",
+    "Operation",
+    "check_frame_columns",
+    "check_metadata",
+    "commit_order",
+    "duplicate_mask",
+    "normalize_columns",
+    "normalize_input",
+    "plan_write",
+    "prepare_frame",
+    "prepare_partition_on",
+    "removal_labels",
+    "write_indices",
+]
+
+Operation = Literal["build", "extend", "append", "update", "remove"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class DatasetWrite:
+    """The planned change of one dataset.
+
+    Attributes
+    ----------
+    dataset_id, uuid
+        Which dataset.
+    table
+        Validated rows to write (sorted by partition then dimension columns), or None
+        when nothing is written (removal only, or a dask write whose rows are chunks).
+    schema
+        Normalised schema the dataset will have.
+    partition_on
+        Partition keys.
+    index_columns
+        Secondary indices the written files carry (all the dataset will have).
+    metadata
+        User metadata to merge into the header (with the ``ktk_cube_*`` keys).
+    base
+        The dataset before the write (None: created or overwritten).
+    replaces
+        The dataset as it was if it is overwritten (for undo), else None.
+    remove_labels
+        Partitions removed by this write.
+    """
+
+    dataset_id: str
+    uuid: str
+    table: pa.Table | None
+    schema: pa.Schema
+    partition_on: tuple[str, ...]
+    index_columns: tuple[str, ...]
+    metadata: Mapping[str, Any]
+    base: LoadedDataset | None = None
+    replaces: LoadedDataset | None = None
+    remove_labels: frozenset[str] = frozenset()
+
+    @property
+    def creates(self) -> bool:
+        """Whether the dataset is new or replaced (no base to update)."""
+        return self.base is None
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class CubeWritePlan:
+    """All datasets a cube write touches, in commit order (seed last)."""
+
+    cube: Cube
+    operation: Operation
+    writes: tuple[DatasetWrite, ...]
+
+    @property
+    def dataset_ids(self) -> list[str]:
+        """Touched dataset ids in commit order."""
+        return [w.dataset_id for w in self.writes]
+
+
+def commit_order(cube: Cube, ids: Iterable[str]) -> list[str]:
+    """Non-seed datasets sorted by id, then the seed."""
+    ids = set(ids)
+    return sorted(i for i in ids if i != cube.seed_dataset) + (
+        [cube.seed_dataset] if cube.seed_dataset in ids else []
+    )
+
+
+def _is_frame(obj: object) -> bool:
+    return isinstance(obj, pd.DataFrame) or type(obj).__name__ == "DataFrame"
+
+
+def normalize_input(data: object, cube: Cube) -> dict[str, list[Any]]:
+    """``df`` -> ``{seed: [df]}``; ``{id: df}`` -> lists; a list of those -> concatenated lists.
+
+    Raises
+    ------
+    InvalidTypeError
+        Not a frame, dict or list.
+    InvalidUUIDError
+        A dataset id is not a valid name (or contains ``++``).
+    """
+    parts = [data] if isinstance(data, dict) or _is_frame(data) or data is None else data
+    if not isinstance(parts, list | tuple):
+        raise InvalidTypeError(
+            "data must be a DataFrame, a dict {dataset_id: DataFrame} or a list of those, got "
+            f"{type(data).__name__}."
+        )
+    out: dict[str, list[Any]] = {}
+    for part in parts:
+        dct = part if isinstance(part, dict) else {cube.seed_dataset: part}
+        for ds_id, df in dct.items():
+            cube.ktk_dataset_uuid(ds_id)  # validates the id
+            out.setdefault(ds_id, []).append(df)
+    return out
+
+
+def check_metadata(metadata: object, dataset_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Validate ``metadata`` = ``{dataset_id: {key: value}}`` for announced ids only."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidTypeError(
+            f"Provided metadata should be a dict but is {type(metadata).__name__}"
+        )
+    unknown = sorted(set(metadata) - set(dataset_ids))
+    if unknown:
+        raise InvalidInputError(
+            "Provided metadata for otherwise unspecified ktk_cube_dataset_ids: "
+            + ", ".join(map(str, unknown))
+        )
+    for k in sorted(metadata):
+        v = metadata[k]
+        if not isinstance(v, dict):
+            raise InvalidTypeError(
+                f"Provided metadata for dataset {k} should be a dict but is {type(v).__name__}"
+            )
+    return {k: dict(v) for k, v in metadata.items()}
+
+
+def prepare_partition_on(
+    cube: Cube, dataset_ids: Iterable[str], partition_on: object
+) -> dict[str, tuple[str, ...]]:
+    """``partition_on`` per dataset (default: the cube partition columns; fixed for the seed)."""
+    if partition_on is None:
+        partition_on = {}
+    if not isinstance(partition_on, dict):
+        raise InvalidTypeError(
+            "partition_on must be a dict {dataset_id: [columns]}, got "
+            f"{type(partition_on).__name__}"
+        )
+    out: dict[str, tuple[str, ...]] = {}
+    for ds_id in sorted(dataset_ids):
+        raw = partition_on.get(ds_id, cube.partition_columns)
+        if isinstance(raw, dict | set | frozenset):
+            str_tuple(raw, f"partition_on of dataset {ds_id}")
+        po = tuple(raw) if not isinstance(raw, str) else (raw,)
+        if ds_id == cube.seed_dataset and po != cube.partition_columns:
+            raise InvalidInputError(
+                f"Seed dataset {ds_id} must have the following, fixed partition-on attribute: "
+                f"{', '.join(cube.partition_columns)}"
+            )
+        if len(set(po)) != len(po):
+            raise InvalidInputError(
+                f"partition-on attribute of dataset {ds_id} contains duplicates: {', '.join(po)}"
+            )
+        out[ds_id] = po
+    return out
+
+
+def normalize_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Column names as ``str`` (bytes decoded); other types are refused."""
+    names = []
+    changed = False
+    for c in df.columns:
+        if isinstance(c, bytes):
+            names.append(c.decode("utf-8"))
+            changed = True
+        elif isinstance(c, str):
+            names.append(c)
+        else:
+            raise InvalidTypeError(f"Object of type {type(c).__name__} is not a string: {c}")
+    if not changed:
+        return df
+    out = df.copy(deep=False)
+    out.columns = names
+    return out
+
+
+def check_frame_columns(
+    ds_id: str,
+    columns: Sequence[str],
+    cube: Cube,
+    existing_payload: set[str],
+    partition_on: Sequence[str],
+) -> None:
+    """Column-level rules (they only need the column names)."""
+    cols = set(columns)
+    if len(cols) != len(columns):
+        raise InvalidInputError(
+            f'Duplicate columns found in dataset "{ds_id}": {", ".join(map(str, columns))}'
+        )
+    if ds_id == cube.seed_dataset:
+        missing = sorted(set(cube.dimension_columns) - cols)
+        if missing:
+            raise InvalidInputError(
+                f'Missing dimension columns in seed data "{ds_id}": {", ".join(missing)}'
+            )
+    elif not set(cube.dimension_columns) & cols:
+        raise InvalidInputError(
+            f'Dataset "{ds_id}" must have at least 1 of the following dimension columns: '
+            f"{', '.join(cube.dimension_columns)}"
+        )
+    missing_p = sorted(set(partition_on) - cols)
+    if missing_p:
+        raise InvalidInputError(
+            f'Missing partition columns in dataset "{ds_id}": {", ".join(missing_p)}'
+        )
+    overlap = sorted(payload_subset(cols, cube) & existing_payload)
+    if overlap:
+        raise InvalidInputError(
+            f'Payload written in "{ds_id}" is already present in cube: {", ".join(overlap)}'
+        )
+    unspecified = sorted((cols - set(partition_on)) & set(cube.partition_columns))
+    if unspecified:
+        raise InvalidInputError(
+            f"Unspecified but provided partition columns in {ds_id}: {', '.join(unspecified)}"
+        )
+
+
+def check_user_frame(ds_id: str, df: object) -> None:
+    """The input is a DataFrame (or None) without sparse columns."""
+    if df is None:
+        return
+    if not _is_frame(df):
+        raise InvalidTypeError(
+            f'Provided DataFrame is not a pandas.DataFrame or None, but is a "{type(df).__name__}"'
+        )
+    dtypes = getattr(df, "dtypes", [])
+    if any(isinstance(t, pd.SparseDtype) for t in dtypes):
+        raise InvalidTypeError("Sparse data is not supported.")
+
+
+def check_nulls(ds_id: str, table: pa.Table, cube: Cube, partition_on: Sequence[str]) -> None:
+    """No NULL in partition, dimension or index columns."""
+    names = set(table.column_names)
+    for what, cols in (
+        ("partition", set(partition_on)),
+        ("dimension", set(cube.dimension_columns) & names),
+        ("index", set(cube.index_columns) & names),
+    ):
+        for col in sorted(cols):
+            if col in names and table[col].null_count:
+                raise InvalidInputError(
+                    f'Found NULL-values in {what} column "{col}" of dataset "{ds_id}"'
+                )
+
+
+def duplicate_mask(table: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """On a table sorted by ``keys``: True where a row has the same key as the next row."""
+    n = table.num_rows
+    if n < 2 or not keys:
+        return np.zeros(n, dtype=bool)
+    same = np.ones(n - 1, dtype=bool)
+    for k in keys:
+        col = table[k].combine_chunks()
+        a, b = col.slice(0, n - 1), col.slice(1)
+        eq = pc.fill_null(pc.equal(a, b), False)
+        both_null = pc.and_(pc.is_null(a), pc.is_null(b))
+        same &= np.asarray(pc.or_(eq, both_null).to_numpy(zero_copy_only=False), dtype=bool)
+    return np.append(same, False)
+
+
+def sort_keys(cube: Cube, columns: Iterable[str]) -> list[str]:
+    """Cube partition columns then dimension columns, those present."""
+    cols = set(columns)
+    return [c for c in (*cube.partition_columns, *cube.dimension_columns) if c in cols]
+
+
+def _duplicate_error(ds_id: str, table: pa.Table, keys: list[str], mask: np.ndarray) -> None:
+    df = table.to_pandas()
+    first = int(np.flatnonzero(mask)[0])
+    example = df.iloc[first]
+    same_key = np.ones(len(df), dtype=bool)
+    for k in keys:
+        same_key &= (df[k] == example[k]).to_numpy()
+    dup = df.loc[same_key]
+    ident = {c for c in dup.columns if dup[c].nunique(dropna=False) == 1}
+    show_id = sorted(ident - set(keys))
+    show_nonid = sorted(set(df.columns) - ident)
+    keys_text = example[sorted(keys)].to_string()
+    ident_text = example[show_id].to_string() if show_id else "n/a"
+    nonid_text = dup[show_nonid].to_string() if show_nonid else "n/a"
+    raise InvalidInputError(
+        f'Found duplicate cells by [{", ".join(sorted(keys))}] in dataset "{ds_id}", example:\n'
+        f"\nKeys:\n{keys_text}\n\nIdentical Payload:\n{ident_text}\n\n"
+        f"Non-Idential Payload:\n{nonid_text}"
+    )
+
+
+def prepare_frame(
+    ds_id: str,
+    df: pd.DataFrame | pa.Table,
+    cube: Cube,
+    partition_on: Sequence[str],
+) -> pa.Table:
+    """Data-level rules and normalisation of one dataset's rows.
+
+    Returns an Arrow table sorted (stably) by cube partition then dimension columns, with
+    ``str`` column names and the index dropped.
+
+    Raises
+    ------
+    InvalidInputError
+        NULLs in dimension/partition/index columns, duplicate cells.
+    """
+    table = df if isinstance(df, pa.Table) else frame_to_table(normalize_columns(df), what=ds_id)
+    check_nulls(ds_id, table, cube, partition_on)
+    keys = sort_keys(cube, table.column_names)
+    if keys and table.num_rows > 1:
+        order = pc.sort_indices(table, sort_keys=[(k, "ascending") for k in keys])
+        if not _is_identity(order):
+            table = table.take(order)
+        mask = duplicate_mask(table, keys)
+        if mask.any():
+            _duplicate_error(ds_id, table, keys, mask)
+    return table
+
+
+def _is_identity(order: pa.Array) -> bool:
+    arr = order.to_numpy(zero_copy_only=False)
+    return bool(len(arr) == 0 or (arr[0] == 0 and np.all(np.diff(arr) == 1)))
+
+
+def write_indices(
+    cube: Cube, ds_id: str, columns: Iterable[str], partition_on: Sequence[str]
+) -> tuple[str, ...]:
+    """Secondary indices a cube write builds: index columns present, seed dimensions."""
+    cols = set(columns)
+    idx = set(cube.index_columns) & cols
+    if ds_id == cube.seed_dataset:
+        idx |= set(cube.dimension_columns) - set(cube.suppress_index_on)
+    return tuple(sorted(idx - set(partition_on)))
+
+
+def removal_labels(
+    cube: Cube, loaded: LoadedDataset, conditions: Conjunction | None
+) -> frozenset[str]:
+    """Partitions of a dataset selected by conditions on cube partition columns.
+
+    A dataset without partition keys is removed entirely; conditions on cube partition
+    columns the dataset is not partitioned by are ignored for it.
+    """
+    md = loaded.metadata
+    labels = list(md.partitions)
+    if not md.partition_keys or conditions is None:
+        return frozenset(labels)
+    local = conditions.restrict(md.partition_keys)
+    if not len(local):
+        return frozenset(labels)
+    pred = preds.bind(local.to_predicates(), loaded.schema)
+    kept, _ = prune(pred, labels, md.partition_keys, loaded.schema, {})
+    return frozenset(kept)
+
+
+def check_removal_conditions(cube: Cube, conditions: object) -> Conjunction:
+    """Removal conditions may only use cube partition columns."""
+    conj = Conjunction(conditions)
+    if conj.columns - set(cube.partition_columns):
+        raise InvalidInputError(
+            "Can only remove partitions with conditions concerning cubes physical partition "
+            "columns."
+        )
+    return conj
+
+
+def _planned_member(
+    ds_id: str, schema: pa.Schema, partition_on: Sequence[str], indices: Sequence[str]
+) -> CubeMember:
+    return CubeMember(ds_id, schema, tuple(partition_on), frozenset(indices), {}, CUBE_TABLE)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InputData:
+    """One dataset's input: a prepared table (eager) or only its schema (dask meta)."""
+
+    schema: pa.Schema
+    table: pa.Table | None
+
+
+def plan_write(
+    cube: Cube,
+    operation: Operation,
+    inputs: Mapping[str, InputData | None],
+    *,
+    existing: Mapping[str, LoadedDataset],
+    partition_on: Mapping[str, tuple[str, ...]],
+    metadata: Mapping[str, Mapping[str, Any]],
+    overwrite: bool = False,
+    remove_conditions: Conjunction | None = None,
+    touched: Iterable[str] | None = None,
+) -> CubeWritePlan:
+    """Check the operation rules and the resulting cube; describe the write per dataset.
+
+    Parameters
+    ----------
+    cube
+        The cube spec.
+    operation
+        ``build``, ``extend``, ``append``, ``update`` or ``remove``.
+    inputs
+        Dataset id -> prepared input (None: no rows for that dataset).
+    existing
+        The cube's datasets before the write.
+    partition_on
+        Partition keys of the written datasets (from :func:`prepare_partition_on`, or the
+        stored keys for appends).
+    metadata
+        Checked user metadata per dataset.
+    overwrite
+        build/extend: replace existing datasets.
+    remove_conditions
+        update/remove: which partitions to remove (cube partition columns only).
+    touched
+        update/remove: the datasets affected (default: the inputs' ids / all datasets).
+
+    Raises
+    ------
+    DatasetExistsError
+        A dataset exists and ``overwrite`` is False.
+    EmptyInputError
+        A written dataset has no rows (build, extend, append).
+    InvalidInputError, SchemaError
+        Any cube rule is broken by the write.
+    """
+    ids = set(inputs) if touched is None else set(touched)
+    if operation in ("build", "extend", "append"):
+        empty = sorted(i for i, v in inputs.items() if v is None)
+        if empty:
+            raise EmptyInputError(f"Cannot write empty datasets: {', '.join(empty)}")
+    if operation == "build":
+        if cube.seed_dataset not in inputs:
+            raise InvalidInputError(f'Seed data ("{cube.seed_dataset}") is missing.')
+        partial = sorted(set(existing) - set(inputs))
+        if partial:
+            raise InvalidInputError(
+                "Following datasets exists but are not overwritten (partial overwrite), this "
+                f"is not allowed: {', '.join(partial)}"
+            )
+    if operation == "extend" and cube.seed_dataset in inputs:
+        raise InvalidInputError(
+            f'Seed data ("{cube.seed_dataset}") cannot be written during extension.'
+        )
+    if operation in ("build", "extend") and not overwrite:
+        for ds_id in sorted(inputs):
+            if ds_id in existing:
+                raise DatasetExistsError(cube.ktk_dataset_uuid(ds_id))
+    if operation in ("append", "update", "remove"):
+        unknown = sorted(ids - set(existing))
+        if unknown:
+            if operation == "append":
+                raise InvalidInputError(f"Unknown / non-existing datasets: {', '.join(unknown)}")
+            raise InvalidInputError(f"Unknown ktk_cube_dataset_ids: {', '.join(unknown)}")
+        outside = sorted(set(inputs) - ids)
+        if outside:
+            raise InvalidInputError(
+                f'Ktk_cube Dataset ID "{outside[0]}" is present during pipeline execution but '
+                f"was not specified in ktk_cube_dataset_ids ({', '.join(sorted(ids))})."
+            )
+
+    writes: dict[str, DatasetWrite] = {}
+    members: dict[str, CubeMember] = {}
+    if operation in ("build", "extend"):
+        for ds_id, m in existing.items():
+            if ds_id not in inputs:
+                members[ds_id] = member_from_loaded(ds_id, m)
+        for ds_id in sorted(inputs):
+            inp = inputs[ds_id]
+            assert inp is not None
+            po = partition_on[ds_id]
+            idx = write_indices(cube, ds_id, inp.schema.names, po)
+            schema = normalize_schema(inp.schema, po)
+            members[ds_id] = _planned_member(ds_id, schema, po, idx)
+            writes[ds_id] = DatasetWrite(
+                dataset_id=ds_id,
+                uuid=cube.ktk_dataset_uuid(ds_id),
+                table=inp.table,
+                schema=schema,
+                partition_on=po,
+                index_columns=idx,
+                metadata=cube_metadata(cube, ds_id, metadata.get(ds_id)),
+                replaces=existing.get(ds_id),
+            )
+    else:
+        for ds_id, m in existing.items():
+            members[ds_id] = member_from_loaded(ds_id, m)
+        for ds_id in sorted(ids):
+            base = existing[ds_id]
+            bmd = base.metadata
+            inp = inputs.get(ds_id)
+            po = tuple(bmd.partition_keys)
+            idx = tuple(sorted((set(bmd.indices) | set(bmd.embedded_indices)) - set(po)))
+            schema = base.schema
+            if inp is not None:
+                schema = compatible_merge(
+                    base.schema,
+                    normalize_schema(inp.schema, po),
+                    dataset_uuid=base.uuid,
+                    origin=f'the data of dataset "{ds_id}"',
+                    reference_origin="the stored schema",
+                )
+            remove = (
+                removal_labels(cube, base, remove_conditions)
+                if operation in ("update", "remove") and remove_conditions is not None
+                else frozenset()
+            )
+            if operation == "remove" and remove_conditions is None:
+                remove = frozenset(bmd.partitions)
+            members[ds_id] = CubeMember(
+                ds_id, schema, po, frozenset(idx), dict(bmd.metadata), bmd.table_name
+            )
+            writes[ds_id] = DatasetWrite(
+                dataset_id=ds_id,
+                uuid=base.uuid,
+                table=inp.table if inp is not None else None,
+                schema=schema,
+                partition_on=po,
+                index_columns=idx,
+                metadata=cube_metadata(cube, ds_id, metadata.get(ds_id)),
+                base=base,
+                remove_labels=remove,
+            )
+    check_datasets(members, cube)
+    order = commit_order(cube, writes)
+    return CubeWritePlan(cube, operation, tuple(writes[i] for i in order))

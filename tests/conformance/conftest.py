@@ -1,0 +1,47 @@
+"""Fixtures of the conformance suite: reference datasets and a dask.distributed cluster."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conformance_suite import all_types, write_reference
+
+import kartoframe as kf
+
+
+@pytest.fixture(scope="session", params=["file", "memory"])
+def ref_store(request, tmp_path_factory) -> Iterator[kf.Store]:
+    """A store holding the reference datasets ``ds`` and ``types`` (read-only tests only).
+
+    Written once per session with the eager writer; the read, predicate and dispatch suites
+    must not modify it.
+    """
+    if request.param == "file":
+        store = kf.Store(f"file://{tmp_path_factory.mktemp('conformance')}/store")
+    else:
+        store = kf.Store(f"memory://kf-conformance-{uuid.uuid4().hex}")
+    write_reference(store)
+    kf.store_dataframes_as_dataset(store=store, dataset_uuid="types", dfs=[all_types()])
+    snapshot = sorted(store.iter_keys())
+    yield store
+    assert sorted(store.iter_keys()) == snapshot, "a read-only conformance test wrote"
+
+
+@pytest.fixture(scope="session")
+def dask_client() -> Iterator[Any]:
+    """A two-worker ``LocalCluster(processes=False)`` client; not the default scheduler.
+
+    ``set_as_default=False`` keeps other tests on dask's local schedulers; the dask engine
+    adapter passes this client explicitly.
+    """
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
+        yield client

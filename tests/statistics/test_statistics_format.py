@@ -1,0 +1,212 @@
+"""The statistics layout: computation, truncation, bloom filters, conform/merge, codec."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from kartoframe.errors import CorruptMetadataError, UnsafePathError
+from kartoframe.format import statistics as fs
+
+
+def _stats(*tables: pa.Table, blooms: tuple[str, ...] = ()) -> list[dict]:
+    return fs.compute_statistics(list(tables), bloom_filter_columns=blooms).to_pylist()
+
+
+def test_min_max_nulls_of_every_type() -> None:
+    berlin = pa.timestamp("us", tz="Europe/Berlin")
+    t = pa.table(
+        {
+            "i": pa.array([3, None, -1], pa.int8()),
+            "u": pa.array([1, 2, 3], pa.uint16()),
+            "f": pa.array([1.5, float("nan"), None], pa.float32()),
+            "b": pa.array([True, None, True]),
+            "s": pa.array(["b", "a", None], pa.large_string()),
+            "d": pa.array([dt.date(2020, 1, 2), dt.date(2020, 1, 1), None]),
+            "ts": pa.array([0, 1_000_000_000, None], pa.timestamp("ns", tz="Europe/Berlin")),
+            "dec": pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("-3.50")]),
+            "cat": pa.array(["x", "y", "x"]).dictionary_encode(),
+            "n": pa.nulls(3),
+            "lst": pa.array([[1], None, [2, 3]]),
+        }
+    )
+    (row,) = _stats(t)
+    assert row["rows"] == 3
+    mn, mx, nulls = row["min"], row["max"], row["null_count"]
+    assert (mn["i"], mx["i"], nulls["i"]) == (-1, 3, 1)
+    assert (mn["u"], mx["u"]) == (1, 3)
+    # NaN counts as null and is not a bound
+    assert (mn["f"], mx["f"], nulls["f"]) == (1.5, 1.5, 2)
+    assert (mn["b"], mx["b"], nulls["b"]) == (True, True, 1)
+    assert (mn["s"], mx["s"]) == ("a", "b")
+    assert (mn["d"], mx["d"]) == (dt.date(2020, 1, 1), dt.date(2020, 1, 2))
+    assert mx["ts"] == dt.datetime(1970, 1, 1, 1, 0, 1, tzinfo=mx["ts"].tzinfo)
+    assert str(mx["ts"].tzinfo) == "Europe/Berlin"
+    assert (mn["dec"], mx["dec"]) == (decimal.Decimal("-3.50"), decimal.Decimal("1.25"))
+    assert (mn["cat"], mx["cat"]) == ("x", "y")
+    assert nulls["n"] == 3 and "n" not in mn
+    assert "lst" not in nulls  # nested columns carry no statistics
+    schema = fs.compute_statistics([t]).schema
+    assert schema.field("min").type.field("ts").type == berlin
+    assert schema.field("min").type.field("i").type == pa.int64()  # normalised types
+    assert schema.field("min").type.field("cat").type == pa.string()
+
+
+def test_one_row_per_slice_and_empty_and_all_null_slices() -> None:
+    t = pa.table({"x": [1, 2, None, None], "s": ["a", "b", None, None]})
+    rows = _stats(t.slice(0, 2), t.slice(2, 2), t.slice(0, 0))
+    assert [r["rows"] for r in rows] == [2, 2, 0]
+    assert rows[0]["min"]["x"] == 1 and rows[0]["max"]["x"] == 2
+    assert rows[1]["min"]["x"] is None and rows[1]["null_count"]["x"] == 2
+    assert rows[2]["null_count"]["x"] == 0 and rows[2]["min"]["x"] is None
+
+
+def test_value_lists_only_for_low_cardinality_chunks() -> None:
+    few = pa.table({"s": ["b", "a", "b", None], "i": [3, 1, 3, 1], "f": [1.0, 2.0, 1.0, 1.0]})
+    (row,) = _stats(few)
+    assert row["value_list"]["s"] == ["a", "b"]
+    assert row["value_list"]["i"] == [1, 3]
+    assert "f" not in row["value_list"]  # floats never keep value lists
+    many = pa.table({"i": np.arange(fs.VALUE_LIST_MAX + 1)})
+    # the chunk has too many distinct values: no slice keeps a list, even a small one
+    rows = _stats(many.slice(0, 2), many.slice(2, fs.VALUE_LIST_MAX - 1))
+    assert [r["value_list"]["i"] for r in rows] == [None, None]
+    long = pa.table({"s": ["x" * (fs.STRING_STATS_MAX_BYTES + 1), "y"]})
+    assert _stats(long)[0]["value_list"]["s"] is None  # values must be exact
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["a" * 100, "a" * 70 + "b"],
+        ["é" * 40, "é" * 39 + "ê" + "z" * 5],  # multi-byte: cut at a character boundary
+        ["\U0010ffff" * 20, "\U0010ffff" * 17],  # the last code point cannot be incremented
+        ["z" * 64, "z" * 65],
+    ],
+)
+def test_truncated_string_bounds_stay_valid(values: list[str]) -> None:
+    (row,) = _stats(pa.table({"s": values}))
+    lo, hi = row["min"]["s"], row["max"]["s"]
+    assert len(lo.encode()) <= fs.STRING_STATS_MAX_BYTES
+    assert lo <= min(values)
+    if hi is not None:  # None: no upper bound could be built
+        assert len(hi.encode()) <= fs.STRING_STATS_MAX_BYTES
+        assert hi >= max(values)
+    assert lo != hi  # truncated bounds never claim "all values equal"
+
+
+def test_truncated_binary_bounds() -> None:
+    values = [b"\x01" * 80, b"\x01" * 70 + b"\xff" * 20]
+    (row,) = _stats(pa.table({"b": values}))
+    assert row["min"]["b"] <= min(values) and row["max"]["b"] >= max(values)
+    (row,) = _stats(pa.table({"b": [b"\xff" * 80]}))
+    assert row["max"]["b"] is None
+
+
+@pytest.mark.parametrize(
+    ("values", "arrow_type"),
+    [
+        ([f"user-{i}" for i in range(2000)], pa.string()),
+        (list(range(-1000, 1000)), pa.int64()),
+        ([dt.date(2000, 1, 1) + dt.timedelta(days=i) for i in range(2000)], pa.date32()),
+        (
+            [dt.datetime(2020, 1, 1) + dt.timedelta(seconds=i) for i in range(2000)],
+            pa.timestamp("us"),
+        ),
+    ],
+)
+def test_bloom_filter_has_no_false_negatives(values: list, arrow_type: pa.DataType) -> None:
+    t = pa.table({"c": pa.array(values, arrow_type)})
+    stats = fs.compute_statistics([t], bloom_filter_columns=["c"])
+    bloom = stats.column("bloom").combine_chunks().field("c")
+    present = fs.bloom_hashes(pa.array(values, arrow_type))
+    hits = [fs.bloom_may_contain(bloom, present[i : i + 1])[0] for i in range(0, 2000, 7)]
+    assert all(hits)
+    absent_values = (
+        [f"other-{i}" for i in range(1000)]
+        if pa.types.is_string(arrow_type)
+        else list(range(5000, 6000))
+        if pa.types.is_integer(arrow_type)
+        else None
+    )
+    if absent_values is not None:
+        absent = fs.bloom_hashes(pa.array(absent_values, arrow_type))
+        false_pos = sum(fs.bloom_may_contain(bloom, absent[i : i + 1])[0] for i in range(1000))
+        assert false_pos < 50  # ~1 % expected
+
+
+def test_bloom_null_filter_means_unknown() -> None:
+    blooms = pa.array([None, fs.build_bloom(fs.bloom_hashes(pa.array([1, 2])))], pa.binary())
+    h = fs.bloom_hashes(pa.array([999_999]))
+    assert fs.bloom_may_contain(blooms, h)[0]
+
+
+def test_codec_round_trip_and_versions() -> None:
+    t = pa.table({"x": [1, 2], "s": ["a", "b"]})
+    stats = fs.with_files(fs.compute_statistics([t]), ["l"], ["ds/table/l.parquet"], [10])
+    data = fs.statistics_to_bytes(stats)
+    back = fs.statistics_from_bytes(data)
+    assert back is not None and back.to_pylist() == stats.to_pylist()
+    meta = pq.read_schema(pa.BufferReader(data)).metadata
+    assert meta[b"kartoframe.statistics.version"] == b"1"
+    newer = stats.replace_schema_metadata({b"kartoframe.statistics.version": b"99"})
+    sink = pa.BufferOutputStream()
+    pq.write_table(newer, sink)
+    assert fs.statistics_from_bytes(sink.getvalue().to_pybytes()) is None  # ignored
+    sink = pa.BufferOutputStream()
+    pq.write_table(stats.replace_schema_metadata(None), sink)
+    with pytest.raises(CorruptMetadataError, match="version"):
+        fs.statistics_from_bytes(sink.getvalue().to_pybytes())
+    with pytest.raises(CorruptMetadataError):
+        fs.statistics_from_bytes(b"not parquet")
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        pa.table({"label": [1]}).replace_schema_metadata({b"kartoframe.statistics.version": b"1"}),
+        sink,
+    )
+    with pytest.raises(CorruptMetadataError, match="label"):
+        fs.statistics_from_bytes(sink.getvalue().to_pybytes())
+
+
+def test_statistics_ref_parsing() -> None:
+    ref = fs.StatisticsRef("ds/_kartoframe/stats/x.statistics.pq", partitions=3)
+    assert fs.StatisticsRef.from_dict(ref.to_dict(), "ds") == ref
+    assert fs.StatisticsRef.from_dict({"key": 5, "version": 1}, "ds") is None
+    assert fs.StatisticsRef.from_dict("junk", "ds") is None
+    with pytest.raises(UnsafePathError):
+        fs.StatisticsRef.from_dict({"key": "other/x", "version": 1}, "ds")
+    assert fs.statistics_key("ds", "2020-01-01T00:00:00+00:00").endswith(".statistics.pq")
+
+
+def test_conform_fills_unknown_and_casts() -> None:
+    old = fs.with_files(
+        fs.compute_statistics([pa.table({"x": pa.array([1, 5], pa.int32())})]), ["a"], ["k"], [1]
+    )
+    schema = pa.schema([("p", pa.string()), ("x", pa.int64()), ("y", pa.string())])
+    out = fs.conform_statistics(old, schema, ["p"])
+    (row,) = out.to_pylist()
+    assert row["min"] == {"x": 1, "y": None}
+    assert row["null_count"] == {"x": 0, "y": None}  # y added later: unknown
+    assert out.schema.field("min").type.field("x").type == pa.int64()
+    assert "p" not in out.schema.field("null_count").type.names
+
+
+def test_merge_keeps_only_listed_partitions_with_the_same_key() -> None:
+    schema = pa.schema([("x", pa.int64())])
+
+    def rows(labels: list[str], keys: list[str], lo: int) -> pa.Table:
+        tables = [pa.table({"x": [lo + i]}) for i in range(len(labels))]
+        return fs.with_files(fs.compute_statistics(tables), labels, keys, [1] * len(labels))
+
+    old = rows(["a", "b", "c"], ["ka", "kb", "kc"], 0)
+    new = rows(["d", "b"], ["kd", "kb"], 10)
+    merged = fs.merge_statistics(
+        old, [new], {"d": "kd", "b": "kb", "a": "ka", "c": "other"}, schema, []
+    )
+    got = [(r["label"], r["min"]["x"]) for r in merged.to_pylist()]
+    assert got == [("d", 10), ("b", 11), ("a", 0)]  # header order, new rows win, c stale

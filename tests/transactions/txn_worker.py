@@ -1,0 +1,139 @@
+"""A writer process for the concurrency and crash tests (not a test module).
+
+Run as ``python txn_worker.py '<json spec>'``. The spec names a task, the store (URL and
+options), and the files used to synchronise with the test: the worker creates ``ready``
+when it is about to start, waits for ``go`` and writes its ``report`` (JSON) at the end.
+
+Tasks
+-----
+append
+    ``commits`` appends of a small frame whose ``wid``/``k`` columns identify the commit.
+replace
+    Load the dataset, write a replacement of partition ``p == 0`` (``delete_scope``), and —
+    after ``go`` — commit it on the version loaded before: exactly one of several such
+    workers can win.
+crash-loop
+    Commit forever (appends, partition replacements, metadata updates), journaling
+    ``begin i`` / ``done i`` (fsynced) around every commit; the test kills it with SIGKILL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+from typing import Any
+
+import pandas as pd
+
+import kartoframe as kf
+from kartoframe.api.write import delete_scope_labels
+from kartoframe.execution.write import commit_write, write_chunk
+from kartoframe.storage.resolve import load_dataset
+
+
+def _store(spec: dict[str, Any]) -> kf.Store:
+    return kf.Store(spec["store"]["url"], **spec["store"]["options"])
+
+
+def _wait_for_go(spec: dict[str, Any]) -> None:
+    with open(spec["ready"], "w") as f:
+        f.write("ready")
+    while not os.path.exists(spec["go"]):
+        time.sleep(0.002)
+
+
+def _frame(wid: int, k: int, p: int, rows: int = 3) -> pd.DataFrame:
+    return pd.DataFrame(
+        {"p": [p] * rows, "wid": [wid] * rows, "k": [k] * rows, "r": list(range(rows))}
+    )
+
+
+def append(spec: dict[str, Any]) -> dict[str, Any]:
+    store = _store(spec)
+    wid = spec["wid"]
+    _wait_for_go(spec)
+    latencies = []
+    conflicts = 0
+    for k in range(spec["commits"]):
+        t0 = time.perf_counter()
+        try:
+            kf.update_dataset_from_dataframes(
+                [_frame(wid, k, k % 3)], store=store, dataset_uuid=spec["uuid"]
+            )
+        except kf.CommitConflictError:
+            conflicts += 1
+            raise
+        latencies.append(time.perf_counter() - t0)
+    return {"latencies": latencies, "conflicts": conflicts}
+
+
+def replace(spec: dict[str, Any]) -> dict[str, Any]:
+    store = _store(spec)
+    uuid, wid = spec["uuid"], spec["wid"]
+    base = load_dataset(store, uuid)
+    scope = [{"p": 0}]
+    remove = delete_scope_labels(base, store, scope)
+    chunk = write_chunk(store, uuid, _frame(wid, 0, 0), partition_on=["p"], index_columns=["wid"])
+    _wait_for_go(spec)
+    try:
+        header = commit_write(
+            store,
+            uuid,
+            [chunk],
+            base=base,
+            remove_labels=remove,
+            remove_scope=lambda b: delete_scope_labels(b, store, scope),
+        )
+    except kf.CommitConflictError as e:
+        return {"outcome": "conflict", "message": str(e), "files": [chunk.partitions[0].key]}
+    return {"outcome": "committed", "labels": sorted(header.partitions)}
+
+
+def crash_loop(spec: dict[str, Any]) -> dict[str, Any]:
+    store = _store(spec)
+    uuid = spec["uuid"]
+    rng = random.Random(spec["seed"])
+    journal = open(spec["journal"], "a")  # noqa: SIM115  (open until the process is killed)
+
+    def note(text: str) -> None:
+        journal.write(text + "\n")
+        journal.flush()
+        os.fsync(journal.fileno())
+
+    _wait_for_go(spec)
+    i = spec["start"]
+    while True:
+        op = rng.choices(["append", "replace", "metadata"], [6, 3, 1])[0]
+        p = rng.randrange(3)
+        note(json.dumps({"begin": i, "op": op, "p": p}))
+        if op == "append":
+            kf.update_dataset_from_dataframes([_frame(0, i, p)], store=store, dataset_uuid=uuid)
+        elif op == "replace":
+            kf.update_dataset_from_dataframes(
+                [_frame(0, i, p)], store=store, dataset_uuid=uuid, delete_scope=[{"p": p}]
+            )
+        else:
+            kf.update_dataset_from_dataframes(
+                [], store=store, dataset_uuid=uuid, metadata={"last": i}
+            )
+        note(json.dumps({"done": i}))
+        i += 1
+
+
+TASKS = {"append": append, "replace": replace, "crash-loop": crash_loop}
+
+
+def main() -> None:
+    spec = json.loads(sys.argv[1])
+    report = TASKS[spec["task"]](spec)
+    tmp = spec["report"] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(report, f)
+    os.replace(tmp, spec["report"])
+
+
+if __name__ == "__main__":
+    main()
