@@ -12,7 +12,7 @@ import argparse
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -86,7 +86,7 @@ def statistics_step(store: kf.Store, df: pd.DataFrame) -> None:
 
 
 def run(
-    store_url: str, rows: int, extensions: list[Callable[[kf.Store, pd.DataFrame], None]]
+    store_url: str, rows: int, extensions: Sequence[Callable[[kf.Store, pd.DataFrame], None]]
 ) -> None:
     """Run the demo against a store URL."""
     store = kf.Store(store_url)
@@ -151,9 +151,9 @@ def run(
     )
     assert (check["units"] == 1).all() and len(check) == len(new)
     with timed("garbage_collect_dataset"):
-        # retention_hours=0: also drop what the previous versions needed (no time travel)
-        removed = kf.garbage_collect_dataset("sales", store, retention_hours=0)
-    print(f"  -> removed {len(removed)} unreferenced files")
+        # default retention (168 h): files of versions inside the window stay readable
+        removed = kf.garbage_collect_dataset("sales", store)
+    print(f"  -> removed {len(removed)} files (the replaced ones are kept for time travel)")
     statistics_step(store, df)
     for ext in extensions:
         ext(store, df)
@@ -166,10 +166,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--store", default="./demo-data", help="store URL or folder")
     parser.add_argument("--rows", type=int, default=1_200_000)
     parser.add_argument("--keep", action="store_true", help="keep existing data")
+    parser.add_argument("--no-spark", action="store_true", help="skip the Spark step")
     args = parser.parse_args(argv)
     if "://" not in args.store and not args.keep and os.path.isdir(args.store):
         shutil.rmtree(args.store)
-    run(args.store, args.rows, [])
+    from kartoframe._demo_engines import cube_step, dask_step, history_step, spark_step
+
+    steps = [history_step, dask_step, cube_step]
+    if not args.no_spark:
+        steps.append(spark_step)
+    run(args.store, args.rows, steps)
 
 
 if __name__ == "__main__":
