@@ -193,7 +193,7 @@ class PartitionReader:
         """Read the files of ``task`` (only ``columns``, if given) into a DataFrame."""
         cols = list(self.output_columns) if columns is None else list(columns)
         read = [*cols, self.index_on] if self.index_on is not None else cols
-        table = read_task_table(self.plan, task, self.store, read)
+        table = read_task_table(self.plan, task, self.store, read, for_pandas=True)
         df = to_frame(self.plan, table)
         for col, dtype in self.categories.items():
             if col in df.columns:

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.format.convert import table_to_frame
+from kartoframe.format.convert import pandas_read_schema, table_to_frame
 from kartoframe.plan.scan import ReadTask, ScanPlan
 from kartoframe.storage.parquet import read_files
 from kartoframe.storage.store import Store
@@ -27,14 +27,19 @@ def read_task_table(
     store: Store,
     columns: Sequence[str] | None = None,
     use_threads: bool = True,
+    for_pandas: bool = False,
 ) -> pa.Table:
-    """Read the files of one task as one Arrow table (projection and filter applied)."""
+    """Read the files of one task as one Arrow table (projection and filter applied).
+
+    ``for_pandas`` reads timestamps in the unit the writer's pandas frame had (the scan
+    converts them in parallel, so :func:`to_frame` needs no second pass).
+    """
     cols = list(columns) if columns is not None else list(plan.columns)
     pk = plan.partition_keys
     return read_files(
         store,
         [f.key for f in task.files],
-        plan.schema,
+        pandas_read_schema(plan.schema) if for_pandas else plan.schema,
         partition_values=[tuple(zip(pk, f.partition_values)) for f in task.files],
         columns=cols,
         filter=plan.filter_for(task),
@@ -45,7 +50,7 @@ def read_task_table(
 def read_plan_table(plan: ScanPlan, store: Store) -> pa.Table:
     """Read every file of a plan in one multi-threaded scan (tasks must carry no extra)."""
     files = [f for t in plan.tasks for f in t.files]
-    return read_task_table(plan, ReadTask(tuple(files)), store)
+    return read_task_table(plan, ReadTask(tuple(files)), store, for_pandas=True)
 
 
 def iter_plan_batches(
@@ -59,12 +64,12 @@ def iter_plan_batches(
     """
     files = [f for t in plan.tasks for f in t.files]
     if not files:
-        yield read_task_table(plan, ReadTask(()), store), 0
+        yield read_task_table(plan, ReadTask(()), store, for_pandas=True), 0
         return
     size = max(min_files, -(-len(files) // max(1, batches)))
     for start in range(0, len(files), size):
         part = tuple(files[start : start + size])
-        yield read_task_table(plan, ReadTask(part), store), len(part)
+        yield read_task_table(plan, ReadTask(part), store, for_pandas=True), len(part)
 
 
 def to_frame(plan: ScanPlan, table: pa.Table) -> pd.DataFrame:
@@ -84,4 +89,4 @@ def read_task_frame(
     columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Read one task into pandas."""
-    return to_frame(plan, read_task_table(plan, task, store, columns))
+    return to_frame(plan, read_task_table(plan, task, store, columns, for_pandas=True))

@@ -183,28 +183,42 @@ def write_chunk(
         pairs = {c: index_value_pairs(c, s.table[c], s.label) for c in index_columns}
         return WrittenPartition(s.label, key, s.table.num_rows, size, pairs)
 
+    tables = [s.table for s in slices]
+    computed: pa.Table | None = None
     try:
         if len(slices) > 1 and max_workers > 1:
             with ThreadPoolExecutor(max_workers=min(max_workers, len(slices))) as pool:
-                written = list(pool.map(_one, slices))
+                futures = [pool.submit(_one, s) for s in slices]
+                # statistics are computed while the pool writes the files
+                if statistics:
+                    computed = _compute_statistics(tables, bloom_filter_columns)
+                written = [f.result() for f in futures]
         else:
             written = [_one(s) for s in slices]
+            if statistics:
+                computed = _compute_statistics(tables, bloom_filter_columns)
     except BaseException:
         delete_files(store, keys)
         raise
-    if statistics and written:
-        written = _with_statistics(written, [s.table for s in slices], bloom_filter_columns)
+    if computed is not None and written:
+        written = _with_statistics(written, computed)
     return ChunkResult(tuple(written), schema, origin)
 
 
-def _with_statistics(
-    written: list[WrittenPartition], tables: list[pa.Table], bloom_filter_columns: Sequence[str]
-) -> list[WrittenPartition]:
-    """Attach each file's statistics row (computed from the slices as written)."""
+def _compute_statistics(
+    tables: list[pa.Table], bloom_filter_columns: Sequence[str]
+) -> pa.Table | None:
+    """Per-slice statistics, or None for types without compute kernels."""
+    if not tables:
+        return None
     try:
-        computed = compute_statistics(tables, bloom_filter_columns=bloom_filter_columns)
+        return compute_statistics(tables, bloom_filter_columns=bloom_filter_columns)
     except pa.ArrowException:
-        return written  # a type without compute kernels: files without statistics
+        return None  # files without statistics
+
+
+def _with_statistics(written: list[WrittenPartition], computed: pa.Table) -> list[WrittenPartition]:
+    """Attach each file's statistics row (computed from the slices as written)."""
     labels = [w.label for w in written]
     stats = with_files(computed, labels, [w.key for w in written], [w.size for w in written])
     # ``take`` copies: a row must not drag the whole chunk's buffers along when pickled

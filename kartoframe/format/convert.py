@@ -9,6 +9,7 @@ pandas metadata, so extension dtypes (``Int64``, ``boolean``, ``string``), panda
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +22,7 @@ import pyarrow.compute as pc
 from kartoframe.errors import InvalidInputError, InvalidTypeError, SchemaError
 from kartoframe.format.schema import PANDAS_KEY, pandas_metadata
 
-__all__ = ["frame_to_table", "storage_table", "table_to_frame"]
+__all__ = ["frame_to_table", "pandas_read_schema", "storage_table", "table_to_frame"]
 
 
 def frame_to_table(df: object, *, what: str = "DataFrame") -> pa.Table:
@@ -121,6 +122,33 @@ def _restore_units(df: pd.DataFrame, records: dict[str, dict[str, Any]]) -> pd.D
         ):
             df[name] = col.dt.as_unit(unit)
     return df
+
+
+@functools.lru_cache(maxsize=256)
+def pandas_read_schema(schema: pa.Schema) -> pa.Schema:
+    """The schema to scan with when the result goes to pandas.
+
+    Timestamps are stored in µs; a frame written with another unit (pandas' default
+    nanoseconds) gets it back. Casting inside the multi-threaded scan is cheaper than a
+    pandas ``as_unit`` pass over the finished frame.
+    """
+    meta = pandas_metadata(schema) or {}
+    units: dict[str, str] = {}
+    for rec in meta.get("columns", []):
+        numpy_type = rec.get("numpy_type") if isinstance(rec, dict) else None
+        if isinstance(numpy_type, str) and numpy_type.startswith("datetime64["):
+            unit = numpy_type[len("datetime64[") : -1].split(",")[0]
+            if unit in ("s", "ms", "ns"):
+                units[rec.get("name")] = unit
+    if not units:
+        return schema
+    fields = [
+        pa.field(f.name, pa.timestamp(units[f.name], tz=f.type.tz), f.nullable, f.metadata)
+        if f.name in units and pa.types.is_timestamp(f.type)
+        else f
+        for f in schema
+    ]
+    return pa.schema(fields, metadata=schema.metadata)
 
 
 def table_to_frame(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import operator
 from collections.abc import Mapping
 from typing import Any
 
@@ -276,23 +277,28 @@ def _fast_partitions(
 ) -> tuple[dict[str, str], set[str]] | None:
     """Vectorised validation of a well-formed ``partitions`` map (None: use the slow path).
 
-    Opening a header with 100k partitions must not cost a Python-level check per key
-    component, so the common case is validated with a few C-level passes.
+    Opening a header with 100k partitions must not cost Python-level work per key, so
+    the common case is validated with C-level passes (``map`` over builtins, substring
+    counts on one joined string); anything unusual falls back to the checked slow path.
     """
+    parts = list(raw_parts.values())
+    if set(map(type, parts)) - {dict}:
+        return None
     try:
-        files = [p["files"] for p in raw_parts.values()]
-        if not all(type(f) is dict and len(f) == 1 for f in files):
-            return None
-        keys = [k for f in files for k in f.values()]
-        tables = {t for f in files for t in f}
-    except (TypeError, KeyError, AttributeError):
+        files = list(map(operator.itemgetter("files"), parts))
+    except KeyError:
         return None
-    if not all(type(k) is str for k in keys) or not all(type(lb) is str for lb in raw_parts):
+    if set(map(type, files)) - {dict} or set(map(len, files)) - {1}:
         return None
-    prefix = dataset_uuid + "/"
-    if not all(k.startswith(prefix) for k in keys):
+    keys = list(map(next, map(iter, map(dict.values, files))))
+    tables = set(map(next, map(iter, files)))
+    if set(map(type, keys)) - {str} or set(map(type, raw_parts)) - {str}:
         return None
-    joined = "\n".join(keys) + "\n"
+    prefix = "\n" + dataset_uuid + "/"
+    joined = "\n" + "\n".join(keys) + "\n"
+    # every key starts with "<uuid>/" (a key holding a newline falls back: count differs)
+    if joined.count("\n") != len(keys) + 1 or joined.count(prefix) != len(keys):
+        return None
     # components "..", "." or "" at the end of a key ("ds/..", "ds/.", "ds/a/")
     if any(bad in joined for bad in _FORBIDDEN) or any(
         end in joined for end in ("/..\n", "/.\n", "/\n")
