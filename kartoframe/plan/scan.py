@@ -12,7 +12,14 @@ import pyarrow.compute as pc
 from kartoframe.errors import ColumnNotFoundError, InvalidInputError
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.index import index_from_embedded
-from kartoframe.plan.predicates import Literal, Predicate, bind, literal_expression, to_expression
+from kartoframe.plan.predicates import (
+    Literal,
+    Predicate,
+    bind,
+    can_match_null,
+    literal_expression,
+    to_expression,
+)
 from kartoframe.plan.pruning import PruneStats, partition_values, prune
 from kartoframe.plan.skipping import skip_by_statistics
 
@@ -99,8 +106,18 @@ def needs_statistics(loaded: LoadedDataset, predicates: object) -> bool:
     if predicates is None:
         return False
     pred = bind(predicates, loaded.schema)
+    if pred is None:
+        return False
     pk = set(loaded.metadata.partition_keys)
-    return pred is not None and any(c not in pk for c in pred.columns)
+    indexed = set(loaded.metadata.indices) | set(loaded.metadata.embedded_indices)
+
+    def exact(lit: Literal) -> bool:
+        # answered per file by a key or an index: per-column statistics cannot prune more
+        if lit.column in pk:
+            return True
+        return lit.column in indexed and lit.op in ("==", "in") and not can_match_null(lit)
+
+    return not all(exact(lit) for conj in pred.conjunctions for lit in conj)
 
 
 def _check_columns(names: Sequence[str], schema: pa.Schema, what: str) -> None:
