@@ -52,7 +52,7 @@ from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_engine import ReaderChoice
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_write
 from kartoframe.format import naming
-from kartoframe.format.cube import Cube, dataset_columns, payload_subset, str_tuple
+from kartoframe.format.cube import Cube, str_tuple
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import compatible_merge, normalize_schema
 from kartoframe.plan.conditions import ConditionsArg
@@ -63,7 +63,6 @@ from kartoframe.plan.cube_write import (
     check_metadata,
     check_removal_conditions,
     plan_write,
-    prepare_partition_on,
 )
 from kartoframe.plan.write import check_write_columns
 from kartoframe.storage.store import Store
@@ -560,7 +559,10 @@ def _write_cube(
     repartition: bool = True,
 ) -> dict[str, DatasetMetadataResult]:
     """Validate everything the schemas allow, plan, then let Spark write and commit."""
-    from kartoframe.api.cube import CUBE_SERIALIZER, _checked, load_cube_datasets
+    from kartoframe.api.cube import (
+        CUBE_SERIALIZER,
+        resolve_frame_operation,
+    )
     from kartoframe.execution.spark_cube import write_cube_sdfs
 
     spark_engine.require_pyspark()
@@ -582,28 +584,9 @@ def _write_cube(
         if operation == "update" and remove_conditions is not None
         else None
     )
-    payload: set[str] = set()
-    if operation == "build":
-        pon = prepare_partition_on(cube, frames, partition_on)
-        existing = load_cube_datasets(st, cube.uuid_prefix)
-        if cube.seed_dataset not in frames:
-            raise InvalidInputError(f'Seed data ("{cube.seed_dataset}") is missing.')
-    elif operation == "extend":
-        pon = prepare_partition_on(cube, frames, partition_on)
-        if cube.seed_dataset in frames:
-            raise InvalidInputError(
-                f'Seed data ("{cube.seed_dataset}") cannot be written during extension.'
-            )
-        existing = _checked(cube, st)
-        for k, v in existing.items():
-            if not (overwrite and k in frames):
-                payload |= payload_subset(dataset_columns(v.schema), cube)
-    else:
-        existing = _checked(cube, st)
-        unknown = sorted(set(frames) - set(existing))
-        if unknown and operation == "append":
-            raise InvalidInputError(f"Unknown / non-existing datasets: {', '.join(unknown)}")
-        pon = {k: tuple(v.metadata.partition_keys) for k, v in existing.items()}
+    pon, existing, payload = resolve_frame_operation(
+        cube, st, operation, frames, partition_on, overwrite
+    )
     inputs: dict[str, InputData | None] = {}
     for ds_id in sorted(frames):
         sdf = frames[ds_id]

@@ -411,6 +411,45 @@ def execute_write(
     return {ds_id: DatasetMetadataResult(h.uuid, store) for ds_id, h in headers.items()}
 
 
+def resolve_frame_operation(
+    cube: Cube,
+    st: Store,
+    operation: str,
+    frames: Mapping[str, Any],
+    partition_on: object,
+    overwrite: bool,
+) -> tuple[dict[str, tuple[str, ...]], dict[str, LoadedDataset], set[str]]:
+    """The operation rules of a dask or Spark cube write, before any data is looked at.
+
+    Returns ``(partition_on per dataset, existing datasets, payload columns already in
+    the cube)``; raises for a missing seed (build), a seed written by extend, and unknown
+    datasets (append).
+    """
+    payload: set[str] = set()
+    if operation == "build":
+        pon = prepare_partition_on(cube, frames, partition_on)
+        existing = load_cube_datasets(st, cube.uuid_prefix)
+        if cube.seed_dataset not in frames:
+            raise InvalidInputError(f'Seed data ("{cube.seed_dataset}") is missing.')
+    elif operation == "extend":
+        pon = prepare_partition_on(cube, frames, partition_on)
+        if cube.seed_dataset in frames:
+            raise InvalidInputError(
+                f'Seed data ("{cube.seed_dataset}") cannot be written during extension.'
+            )
+        existing = _checked(cube, st)
+        for k, v in existing.items():
+            if not (overwrite and k in frames):
+                payload |= payload_subset(dataset_columns(v.schema), cube)
+    else:
+        existing = _checked(cube, st)
+        unknown = sorted(set(frames) - set(existing))
+        if unknown and operation == "append":
+            raise InvalidInputError(f"Unknown / non-existing datasets: {', '.join(unknown)}")
+        pon = {k: tuple(v.metadata.partition_keys) for k, v in existing.items()}
+    return pon, existing, payload
+
+
 def _write(
     operation: Operation,
     data: object,

@@ -15,12 +15,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
-from kartoframe.api.cube import CUBE_SERIALIZER, _checked, load_cube_datasets
+from kartoframe.api.cube import (
+    CUBE_SERIALIZER,
+    resolve_frame_operation,
+)
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.convert import frame_to_table
-from kartoframe.format.cube import Cube, dataset_columns, payload_subset, str_tuple
+from kartoframe.format.cube import Cube, str_tuple
 from kartoframe.format.header import DatasetHeader
 from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_write import (
@@ -31,7 +34,6 @@ from kartoframe.plan.cube_write import (
     check_removal_conditions,
     check_user_frame,
     plan_write,
-    prepare_partition_on,
 )
 from kartoframe.storage.store import Store
 
@@ -114,28 +116,9 @@ def _write_dask(
         if operation == "update" and remove_conditions is not None
         else None
     )
-    payload: set[str] = set()
-    if operation == "build":
-        pon = prepare_partition_on(cube, frames, partition_on)
-        existing = load_cube_datasets(st, cube.uuid_prefix)
-        if cube.seed_dataset not in frames:
-            raise InvalidInputError(f'Seed data ("{cube.seed_dataset}") is missing.')
-    elif operation == "extend":
-        pon = prepare_partition_on(cube, frames, partition_on)
-        if cube.seed_dataset in frames:
-            raise InvalidInputError(
-                f'Seed data ("{cube.seed_dataset}") cannot be written during extension.'
-            )
-        existing = _checked(cube, st)
-        for k, v in existing.items():
-            if not (overwrite and k in frames):
-                payload |= payload_subset(dataset_columns(v.schema), cube)
-    else:
-        existing = _checked(cube, st)
-        unknown = sorted(set(frames) - set(existing))
-        if unknown and operation == "append":
-            raise InvalidInputError(f"Unknown / non-existing datasets: {', '.join(unknown)}")
-        pon = {k: tuple(v.metadata.partition_keys) for k, v in existing.items()}
+    pon, existing, payload = resolve_frame_operation(
+        cube, st, operation, frames, partition_on, overwrite
+    )
     inputs: dict[str, InputData | None] = {}
     for ds_id in sorted(frames):
         ddf = frames[ds_id]
