@@ -38,6 +38,7 @@ from kartoframe.api.read import plan_read
 from kartoframe.api.write import (
     DatasetMetadataResult,
     MetadataArg,
+    _already_committed,
     _existing,
     _resolve_metadata,
     delete_scope_labels,
@@ -218,7 +219,12 @@ def _write_and_commit(
     sort_partitions_by: list[str],
     expect_absent: bool,
     repartition: bool,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> DatasetMetadataResult:
+    if _already_committed(st, uuid, app_id, app_version):
+        return DatasetMetadataResult(uuid, st)  # a retried step: already committed
     chunks: list[ChunkResult] = []
     empty_schema = None
     if sdf is not None:
@@ -248,6 +254,9 @@ def _write_and_commit(
         table_name=table_name,
         expect_absent=expect_absent,
         empty_schema=empty_schema if base is None else None,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
     return DatasetMetadataResult(md.uuid, st)
 
@@ -267,6 +276,9 @@ def store_dataset_from_sdf(
     sort_partitions_by: Sequence[str] | None = None,
     *,
     repartition: bool = True,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> DatasetMetadataResult:
     """Write a Spark DataFrame as a new dataset, committing once on the driver.
 
@@ -307,6 +319,12 @@ def store_dataset_from_sdf(
         Hash-partition the rows on ``partition_on`` before writing, so that each
         partition value is written as one file per flush (default). False keeps the
         DataFrame's partitioning: one file per Spark partition and value.
+    app_id, app_version
+        Application transaction id (as in Delta): if the dataset already records
+        ``app_version`` (or a higher one) for ``app_id``, nothing is written, so a
+        retried pipeline step commits once.
+    commit_info
+        User data recorded with the commit in the dataset's history.
 
     Returns
     -------
@@ -354,6 +372,9 @@ def store_dataset_from_sdf(
         sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
         expect_absent=not overwrite,
         repartition=repartition,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -372,6 +393,9 @@ def update_dataset_from_sdf(
     metadata_storage_format: str = "json",
     *,
     repartition: bool = True,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> DatasetMetadataResult:
     """Add a Spark DataFrame's rows to a dataset and/or delete partitions, in one commit.
 
@@ -463,6 +487,9 @@ def update_dataset_from_sdf(
         sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
         expect_absent=base is None,
         repartition=repartition,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 

@@ -338,3 +338,25 @@ def test_job_error_mapping() -> None:
     assert isinstance(mapped, kf.SchemaError)
     assert str(mapped) == "Schemas differ:\n  column x"
     assert spark_engine._worker_error(RuntimeError("boom")) is None
+
+
+def test_app_transactions_make_retried_spark_writes_idempotent(spark, tmp_path) -> None:
+    store = kf.Store(f"file://{tmp_path}/store")
+    sdf = spark.createDataFrame(pd.DataFrame({"p": [1, 2], "v": [1.0, 2.0]}))
+    kfs.store_dataset_from_sdf(
+        sdf,
+        store,
+        "ds",
+        partition_on=["p"],
+        app_id="etl",
+        app_version=1,
+        commit_info={"run": "a"},
+    )
+    for _ in range(2):  # the retried step commits once
+        kfs.update_dataset_from_sdf(sdf, store, "ds", app_id="etl", app_version=2)
+    assert len(kf.read_table("ds", store)) == 4
+    history = kf.dataset_history("ds", store)
+    assert len(history) == 2
+    assert history[-1].commit_info == {"run": "a"}
+    kfs.update_dataset_from_sdf(sdf, store, "ds", app_id="etl", app_version=1)  # older
+    assert len(kf.read_table("ds", store)) == 4
