@@ -364,6 +364,7 @@ class _RegisteringLoader(importlib.abc.Loader):
         if module.__spec__ is not None:
             module.__spec__.loader = self._loader
         self._loader.exec_module(module)
+        _remove_hook()
         try:
             _register_dask()
         except Exception:  # pragma: no cover - never break the user's import of dask
@@ -382,8 +383,11 @@ class _DaskImportHook(importlib.abc.MetaPathFinder):
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname != _DASK_MODULE:
             return None
-        _remove_hook()
+        # Stay installed until the module is really executed: ``importlib.util.find_spec``
+        # (an availability check, no import) also lands here.
         for finder in sys.meta_path:
+            if finder is self:
+                continue
             find = getattr(finder, "find_spec", None)
             if find is None:
                 continue

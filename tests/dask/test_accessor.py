@@ -108,6 +108,17 @@ def test_accessor_registered_whatever_the_import_order() -> None:
         """
     )
     assert out.strip() == "True"
+    # an availability check (find_spec, no import) before the real import
+    out = run_python(
+        """
+        import importlib.util
+        import kartoframe
+        assert importlib.util.find_spec("dask.dataframe") is not None
+        import dask.dataframe as dd
+        print(hasattr(dd.DataFrame, "karto"))
+        """
+    )
+    assert out.strip() == "True"
 
 
 def test_import_kartoframe_without_dask() -> None:
