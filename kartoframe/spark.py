@@ -53,7 +53,7 @@ from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_engine import ReaderChoice
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_write
 from kartoframe.format import naming
-from kartoframe.format.cube import Cube, str_tuple
+from kartoframe.format.cube import Cube
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import compatible_merge, normalize_schema
 from kartoframe.plan.conditions import ConditionsArg
@@ -61,8 +61,6 @@ from kartoframe.plan.cube_write import (
     InputData,
     Operation,
     check_frame_columns,
-    check_metadata,
-    check_removal_conditions,
     plan_write,
 )
 from kartoframe.plan.write import check_write_columns
@@ -598,21 +596,16 @@ def _write_cube(
     st = ensure_store(store)
     spark_engine.check_store(st)
     frames = _cube_frames(data, cube)
-    touched: set[str] | None = None
-    if operation == "update":
-        touched = (
-            set(frames)
-            if dataset_ids is None
-            else set(str_tuple(dataset_ids, "ktk_cube_dataset_ids", ordered=False))
-        )
-    meta = check_metadata(metadata, set(frames) | (touched or set()))
-    conds = (
-        check_removal_conditions(cube, remove_conditions)
-        if operation == "update" and remove_conditions is not None
-        else None
-    )
-    pon, existing, payload = resolve_frame_operation(
-        cube, st, operation, frames, partition_on, overwrite
+    touched, meta, conds, pon, existing, payload = resolve_frame_operation(
+        cube,
+        st,
+        operation,
+        frames,
+        partition_on=partition_on,
+        overwrite=overwrite,
+        metadata=metadata,
+        dataset_ids=dataset_ids,
+        remove_conditions=remove_conditions,
     )
     inputs: dict[str, InputData | None] = {}
     for ds_id in sorted(frames):

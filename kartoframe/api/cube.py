@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 
@@ -411,20 +411,49 @@ def execute_write(
     return {ds_id: DatasetMetadataResult(h.uuid, store) for ds_id, h in headers.items()}
 
 
+class FrameWrite(NamedTuple):
+    """The resolved arguments of a dask or Spark cube write."""
+
+    touched: set[str] | None
+    metadata: dict[str, dict[str, Any]]
+    conditions: Any
+    partition_on: dict[str, tuple[str, ...]]
+    existing: dict[str, LoadedDataset]
+    payload: set[str]
+
+
 def resolve_frame_operation(
     cube: Cube,
     st: Store,
     operation: str,
     frames: Mapping[str, Any],
+    *,
     partition_on: object,
     overwrite: bool,
-) -> tuple[dict[str, tuple[str, ...]], dict[str, LoadedDataset], set[str]]:
-    """The operation rules of a dask or Spark cube write, before any data is looked at.
+    metadata: object,
+    dataset_ids: object,
+    remove_conditions: object,
+) -> FrameWrite:
+    """The argument and operation rules of a dask or Spark cube write, before any data
+    is looked at.
 
-    Returns ``(partition_on per dataset, existing datasets, payload columns already in
-    the cube)``; raises for a missing seed (build), a seed written by extend, and unknown
-    datasets (append).
+    Checks the dataset ids an update touches, the metadata and the removal conditions,
+    then raises for a missing seed (build), a seed written by extend, and unknown datasets
+    (append); returns what the write needs.
     """
+    touched: set[str] | None = None
+    if operation == "update":
+        touched = (
+            set(frames)
+            if dataset_ids is None
+            else set(str_tuple(dataset_ids, "ktk_cube_dataset_ids", ordered=False))
+        )
+    meta = check_metadata(metadata, set(frames) | (touched or set()))
+    conds = (
+        check_removal_conditions(cube, remove_conditions)
+        if operation == "update" and remove_conditions is not None
+        else None
+    )
     payload: set[str] = set()
     if operation == "build":
         pon = prepare_partition_on(cube, frames, partition_on)
@@ -447,7 +476,7 @@ def resolve_frame_operation(
         if unknown and operation == "append":
             raise InvalidInputError(f"Unknown / non-existing datasets: {', '.join(unknown)}")
         pon = {k: tuple(v.metadata.partition_keys) for k, v in existing.items()}
-    return pon, existing, payload
+    return FrameWrite(touched, meta, conds, pon, existing, payload)
 
 
 def _write(

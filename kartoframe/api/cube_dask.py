@@ -30,8 +30,6 @@ from kartoframe.plan.cube_write import (
     InputData,
     Operation,
     check_frame_columns,
-    check_metadata,
-    check_removal_conditions,
     check_user_frame,
     plan_write,
 )
@@ -103,21 +101,16 @@ def _write_dask(
     buckets = str_tuple(bucket_by, "bucket_by")
     st = ensure_store(store)
     frames = _frames(data, cube)
-    touched: set[str] | None = None
-    if operation == "update":
-        touched = (
-            set(frames)
-            if dataset_ids is None
-            else set(str_tuple(dataset_ids, "ktk_cube_dataset_ids", ordered=False))
-        )
-    meta_arg = check_metadata(metadata, set(frames) | (touched or set()))
-    conds = (
-        check_removal_conditions(cube, remove_conditions)
-        if operation == "update" and remove_conditions is not None
-        else None
-    )
-    pon, existing, payload = resolve_frame_operation(
-        cube, st, operation, frames, partition_on, overwrite
+    touched, meta_arg, conds, pon, existing, payload = resolve_frame_operation(
+        cube,
+        st,
+        operation,
+        frames,
+        partition_on=partition_on,
+        overwrite=overwrite,
+        metadata=metadata,
+        dataset_ids=dataset_ids,
+        remove_conditions=remove_conditions,
     )
     inputs: dict[str, InputData | None] = {}
     for ds_id in sorted(frames):
