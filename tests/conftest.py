@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 
@@ -14,6 +15,9 @@ import kartoframe as kf
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+# Spark's Python workers must run this interpreter (the one with kartoframe installed),
+# whichever test starts the first SparkSession (the docs examples do, too)
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kartoframe.errors import CorruptMetadataError, InvalidInputError
+from kartoframe.format.arrow_memory import read_parquet_bytes
 from kartoframe.format.schema import normalize_type
 
 __all__ = [
@@ -165,7 +166,7 @@ def index_from_bytes(data: bytes, column: str, origin: str = "") -> pa.Table:
 
 
 def _index_from_bytes(data: bytes, column: str, origin: str) -> pa.Table:
-    table = pq.read_table(pa.BufferReader(data))
+    table = read_parquet_bytes(data)
     names = table.column_names
     if len(set(names)) != len(names):
         raise CorruptMetadataError(f"Index file {origin} has duplicate columns: {names}.")

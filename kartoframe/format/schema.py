@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kartoframe.errors import CorruptMetadataError, SchemaError
+from kartoframe.format.arrow_memory import reader
 
 __all__ = [
     "SCHEMA_EVOLUTIONS",
@@ -179,7 +180,7 @@ def schema_from_bytes(
 ) -> pa.Schema:
     """Read a ``_common_metadata`` file and return the normalised schema."""
     try:
-        raw = pq.read_schema(pa.BufferReader(data))
+        raw = pq.read_schema(reader(data))
     except (pa.ArrowException, OSError) as e:
         raise CorruptMetadataError(f"Cannot read schema {origin}: {e}") from e
     return normalize_schema(raw, [k for k in partition_keys if k in raw.names])

@@ -40,6 +40,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from kartoframe.errors import CorruptMetadataError
+from kartoframe.format.arrow_memory import read_parquet_bytes
 from kartoframe.format.naming import check_key_inside, quote
 from kartoframe.format.schema import normalize_type
 
@@ -614,7 +615,7 @@ def statistics_from_bytes(data: bytes, origin: str = "") -> pa.Table | None:
         Not Parquet, no version, or the base columns are missing or mistyped.
     """
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        table = read_parquet_bytes(data)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise CorruptMetadataError(f"Cannot read statistics file {origin}: {e}") from e
     raw_version = (table.schema.metadata or {}).get(VERSION_KEY)

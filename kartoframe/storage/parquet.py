@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from kartoframe.format.arrow_memory import reader
 from kartoframe.storage.store import Store, local_makedirs
 
 __all__ = ["read_files", "read_footer", "write_table"]
@@ -78,6 +79,9 @@ def read_files(
         for col, value in pv:
             e = e & (pc.field(col) == pa.scalar(value, type=schema.field(col).type))
         exprs.append(e)
+    cols = list(columns) if columns is not None else None
+    if not store.is_local:
+        return _read_fetched(store, keys, schema, exprs, cols, filter, use_threads)
     paths = [store.path(k) for k in keys]
 
     def _scan() -> pa.Table:
@@ -88,13 +92,35 @@ def read_files(
             filesystem=store.arrow_filesystem(),
             partitions=exprs,
         )
-        return dataset.to_table(
-            columns=list(columns) if columns is not None else None,
-            filter=filter,
-            use_threads=use_threads,
-        )
+        return dataset.to_table(columns=cols, filter=filter, use_threads=use_threads)
 
     return store.with_retry("read", keys[0], _scan)
+
+
+def _read_fetched(
+    store: Store,
+    keys: Sequence[str],
+    schema: pa.Schema,
+    exprs: Sequence[pc.Expression],
+    columns: list[str] | None,
+    filter: pc.Expression | None,
+    use_threads: bool,
+) -> pa.Table:
+    """Scan objects of a remote store from Arrow-owned copies of their bytes.
+
+    The objects are fetched whole and concurrently by the store (fsspec). Arrow never
+    sees a Python file object: a scan over ``PyFileSystem(FSSpecHandler)`` releases
+    Python-backed files and buffers on Arrow's worker threads, and when that happens
+    as the interpreter exits the process aborts (see :mod:`kartoframe.format.arrow_memory`).
+    """
+    fmt = ds.ParquetFileFormat()
+    blobs = store.get_many(keys)
+    fragments = []
+    for i, expr in enumerate(exprs):
+        fragments.append(fmt.make_fragment(reader(blobs[i]), partition_expression=expr))
+        blobs[i] = b""  # keep one copy of each object alive, not two
+    dataset = ds.FileSystemDataset(fragments, schema, fmt)
+    return dataset.to_table(columns=columns, filter=filter, use_threads=use_threads)
 
 
 def read_footer(store: Store, key: str) -> pq.FileMetaData:

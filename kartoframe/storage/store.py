@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 import uuid as _uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -355,6 +355,24 @@ class Store:
             "get", key, lambda: _as_bytes(self._not_dir(self.fs.cat_file, path, **kwargs))
         )
 
+    def get_many(self, keys: Sequence[str], *, max_workers: int = 8) -> list[bytes]:
+        """Return the whole bytes of several keys (in order), fetched concurrently.
+
+        Each object is one plain GET with its own retries; a missing key raises
+        ``FileNotFoundError``.
+        """
+
+        def _one(key: str) -> bytes:
+            path = self.path(key)
+            return self._call("get", key, lambda: _as_bytes(self._not_dir(self.fs.cat_file, path)))
+
+        if len(keys) <= 1:
+            return [_one(k) for k in keys]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(max_workers, len(keys))) as pool:
+            return list(pool.map(_one, keys))
+
     def get_or_none(self, key: str) -> bytes | None:
         """Return the bytes of a key, or None if it does not exist."""
         try:
@@ -538,7 +556,12 @@ class Store:
         return self._call("size", key, _size)
 
     def arrow_filesystem(self) -> pafs.FileSystem:
-        """A pyarrow filesystem for :meth:`path` names (native for local folders)."""
+        """A pyarrow filesystem for :meth:`path` names (native for local folders).
+
+        Scans of remote stores do not use it: a ``PyFileSystem`` hands Python objects to
+        Arrow's worker threads, which can abort the process at interpreter exit
+        (:func:`kartoframe.storage.parquet.read_files` fetches remote objects instead).
+        """
         if self.is_local:
             return pafs.LocalFileSystem()
         return pafs.PyFileSystem(pafs.FSSpecHandler(self.fs))
