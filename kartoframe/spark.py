@@ -39,6 +39,8 @@ from kartoframe.api.write import (
     DatasetMetadataResult,
     MetadataArg,
     _already_committed,
+    _bloom_columns,
+    _evolution_arg,
     _existing,
     _resolve_metadata,
     delete_scope_labels,
@@ -55,13 +57,17 @@ from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_wr
 from kartoframe.format import naming
 from kartoframe.format.cube import Cube
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.schema import compatible_merge, normalize_schema
+from kartoframe.format.schema import (
+    SchemaEvolution,
+    compatible_merge,
+    evolve_schema,
+    normalize_schema,
+)
 from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_write import (
     InputData,
     Operation,
     check_frame_columns,
-    plan_write,
 )
 from kartoframe.plan.write import check_write_columns
 from kartoframe.storage.store import Store
@@ -182,14 +188,28 @@ def _precheck(
     partition_on: Sequence[str],
     secondary_indices: Sequence[str],
     uuid: str,
+    schema_evolution: SchemaEvolution = "none",
 ) -> tuple[pa.Schema, dict[str, str | None]]:
     """Validate the DataFrame's schema before Spark runs; return the normalised schema
     and the time zones its instants are stored in.
+
+    With ``schema_evolution="add_columns"`` the DataFrame may add nullable columns and
+    widen decimals (as the eager and dask updates); otherwise it must match the stored
+    schema.
     """
     schema, zones = _conformed_schema(sdf, base.schema if base is not None else None)
     check_write_columns(schema, partition_on, secondary_indices, what="the Spark DataFrame")
     norm = normalize_schema(schema, partition_on)
-    if base is not None:
+    if base is not None and schema_evolution == "add_columns":
+        evolve_schema(
+            base.schema,
+            norm,
+            dataset_uuid=uuid,
+            origin="the Spark DataFrame",
+            partition_keys=partition_on,
+            required=base.schema.names,
+        )
+    elif base is not None:
         compatible_merge(
             base.schema,
             norm,
@@ -217,6 +237,7 @@ def _write_and_commit(
     sort_partitions_by: list[str],
     expect_absent: bool,
     repartition: bool,
+    schema_evolution: SchemaEvolution = "none",
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,
@@ -226,7 +247,9 @@ def _write_and_commit(
     chunks: list[ChunkResult] = []
     empty_schema = None
     if sdf is not None:
-        empty_schema, zones = _precheck(sdf, base, partition_on, index_columns, uuid)
+        empty_schema, zones = _precheck(
+            sdf, base, partition_on, index_columns, uuid, schema_evolution
+        )
         chunks = spark_engine.write_sdf(
             sdf,
             st,
@@ -238,7 +261,12 @@ def _write_and_commit(
             sort_partitions_by=sort_partitions_by,
             timezones=zones,
             repartition=repartition,
+            bloom_filter_columns=_bloom_columns(base),
         )
+        if not chunks and base is not None:
+            # no rows: the DataFrame's schema still takes part (as an empty pandas frame's
+            # does), so an empty DataFrame can add columns
+            chunks = [ChunkResult((), empty_schema, "the Spark DataFrame")]
     md = commit_write(
         st,
         uuid,
@@ -252,6 +280,7 @@ def _write_and_commit(
         table_name=table_name,
         expect_absent=expect_absent,
         empty_schema=empty_schema if base is None else None,
+        schema_evolution=schema_evolution,
         app_id=app_id,
         app_version=app_version,
         commit_info=commit_info,
@@ -272,6 +301,7 @@ def store_dataset_from_sdf(
     metadata_version: int = 4,
     table_name: str = "table",
     sort_partitions_by: Sequence[str] | None = None,
+    schema_evolution: SchemaEvolution = "none",
     *,
     repartition: bool = True,
     app_id: str | None = None,
@@ -313,6 +343,10 @@ def store_dataset_from_sdf(
         Table directory name.
     sort_partitions_by
         Sort each written file by these columns.
+    schema_evolution
+        ``"none"`` (default) or ``"add_columns"``, as in
+        :func:`kartoframe.store_dataframes_as_dataset` (one DataFrame has one schema, so
+        this only matters for the commit record); see ``docs/schema.md``.
     repartition
         Hash-partition the rows on ``partition_on`` before writing, so that each
         partition value is written as one file per flush (default). False keeps the
@@ -352,6 +386,7 @@ def store_dataset_from_sdf(
     naming.validate_name(table_name, "table_name")
     pon = str_list(partition_on, "partition_on")
     sidx = str_list(secondary_indices, "secondary_indices")
+    evolution = _evolution_arg(schema_evolution)
     if _existing(st, uuid) is not None and not overwrite:
         raise DatasetExistsError(uuid)
     return _write_and_commit(
@@ -370,6 +405,7 @@ def store_dataset_from_sdf(
         sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
         expect_absent=not overwrite,
         repartition=repartition,
+        schema_evolution=evolution,
         app_id=app_id,
         app_version=app_version,
         commit_info=commit_info,
@@ -389,6 +425,7 @@ def update_dataset_from_sdf(
     secondary_indices: Sequence[str] | None = None,
     table_name: str = "table",
     metadata_storage_format: str = "json",
+    schema_evolution: SchemaEvolution = "none",
     *,
     repartition: bool = True,
     app_id: str | None = None,
@@ -428,8 +465,16 @@ def update_dataset_from_sdf(
         Must match the dataset's table.
     metadata_storage_format
         Format of a new dataset.
+    schema_evolution
+        ``"none"`` (default): the DataFrame must match the stored schema.
+        ``"add_columns"``: it may add nullable columns and widen decimals; the change is
+        recorded in the header (see :func:`kartoframe.schema_history`). Files written
+        before read the new columns as nulls. Dropping or retyping a column is always
+        refused. Checked on the driver before Spark runs anything.
     repartition
         See :func:`store_dataset_from_sdf`.
+    app_id, app_version, commit_info
+        As in :func:`store_dataset_from_sdf`.
 
     Returns
     -------
@@ -443,6 +488,7 @@ def update_dataset_from_sdf(
     spark_engine.check_store(st)
     check_metadata_version(default_metadata_version)
     fmt = check_format(metadata_storage_format)
+    evolution = _evolution_arg(schema_evolution)
     base = _existing(st, uuid)
     pon = str_list(partition_on, "partition_on") if partition_on is not None else None
     if base is not None:
@@ -485,6 +531,7 @@ def update_dataset_from_sdf(
         sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
         expect_absent=base is None,
         repartition=repartition,
+        schema_evolution=evolution,
         app_id=app_id,
         app_version=app_version,
         commit_info=commit_info,
@@ -582,6 +629,10 @@ def _write_cube(
     remove_conditions: object = None,
     dataset_ids: object = None,
     repartition: bool = True,
+    schema_evolution: object = "none",
+    app_id: object = None,
+    app_version: object = None,
+    commit_info: object = None,
 ) -> dict[str, DatasetMetadataResult]:
     """Validate everything the schemas allow, plan, then let Spark write and commit."""
     from kartoframe.api.cube import (
@@ -595,18 +646,24 @@ def _write_cube(
         raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
     st = ensure_store(store)
     spark_engine.check_store(st)
-    frames = _cube_frames(data, cube)
-    touched, meta, conds, pon, existing, payload = resolve_frame_operation(
+    fw = resolve_frame_operation(
         cube,
         st,
         operation,
-        frames,
+        _cube_frames(data, cube),
         partition_on=partition_on,
         overwrite=overwrite,
         metadata=metadata,
         dataset_ids=dataset_ids,
         remove_conditions=remove_conditions,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
+    if fw.complete:  # a retried step: every dataset already records the transaction
+        return fw.handles(st, cube)
+    frames, pon = fw.frames, fw.partition_on
     inputs: dict[str, InputData | None] = {}
     for ds_id in sorted(frames):
         sdf = frames[ds_id]
@@ -614,21 +671,11 @@ def _write_cube(
             inputs[ds_id] = None
             continue
         if ds_id in pon:
-            check_frame_columns(ds_id, list(sdf.columns), cube, payload, pon[ds_id])
-        base = existing.get(ds_id) if operation in ("append", "update") else None
+            check_frame_columns(ds_id, list(sdf.columns), cube, fw.payload, pon[ds_id])
+        base = fw.existing.get(ds_id) if operation in ("append", "update") else None
         schema, _ = _conformed_schema(sdf, base.schema if base is not None else None)
         inputs[ds_id] = InputData(schema, None)
-    plan = plan_write(
-        cube,
-        operation,
-        inputs,
-        existing=existing,
-        partition_on=pon,
-        metadata=meta,
-        overwrite=overwrite,
-        remove_conditions=conds,
-        touched=touched,
-    )
+    plan = fw.plan(cube, operation, inputs, overwrite=overwrite)
     headers = write_cube_sdfs(
         st,
         plan,
@@ -637,7 +684,10 @@ def _write_cube(
         repartition=repartition,
         require_rows=operation != "update",
     )
-    return {k: DatasetMetadataResult(h.uuid, st) for k, h in headers.items()}
+    return {
+        **fw.handles(st, cube),
+        **{k: DatasetMetadataResult(h.uuid, st) for k, h in headers.items()},
+    }
 
 
 def build_cube_from_sdf(
@@ -650,6 +700,9 @@ def build_cube_from_sdf(
     df_serializer: ParquetSerializer | None = None,
     *,
     repartition: bool = True,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> dict[str, DatasetMetadataResult]:
     """Build a cube from Spark DataFrames (a DataFrame for the seed, or ``{id: sdf}``).
 
@@ -668,6 +721,9 @@ def build_cube_from_sdf(
         Hash-partition each DataFrame on its ``partition_on`` columns first (one file
         per physical partition and task; duplicate cells are then found across the
         whole input).
+    app_id, app_version, commit_info
+        As in :func:`kartoframe.build_cube`: every dataset commit records them, and a
+        retried call whose datasets already record the transaction writes nothing.
 
     Returns
     -------
@@ -684,6 +740,9 @@ def build_cube_from_sdf(
         partition_on=partition_on,
         df_serializer=df_serializer,
         repartition=repartition,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -697,6 +756,9 @@ def extend_cube_from_sdf(
     df_serializer: ParquetSerializer | None = None,
     *,
     repartition: bool = True,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> dict[str, DatasetMetadataResult]:
     """Add (or with ``overwrite`` replace) non-seed datasets from Spark DataFrames.
 
@@ -712,6 +774,9 @@ def extend_cube_from_sdf(
         partition_on=partition_on,
         df_serializer=df_serializer,
         repartition=repartition,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -723,10 +788,16 @@ def append_to_cube_from_sdf(
     df_serializer: ParquetSerializer | None = None,
     *,
     repartition: bool = True,
+    schema_evolution: SchemaEvolution = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> dict[str, DatasetMetadataResult]:
     """Append Spark DataFrames to existing cube datasets (newer rows win per cell).
 
-    See :func:`kartoframe.append_to_cube` and :func:`build_cube_from_sdf`.
+    See :func:`kartoframe.append_to_cube` (``schema_evolution``) and
+    :func:`build_cube_from_sdf` (``repartition``, ``app_id``, ``app_version``,
+    ``commit_info``).
     """
     return _write_cube(
         "append",
@@ -736,6 +807,10 @@ def append_to_cube_from_sdf(
         metadata=metadata,
         df_serializer=df_serializer,
         repartition=repartition,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -749,10 +824,16 @@ def update_cube_from_sdf(
     df_serializer: ParquetSerializer | None = None,
     *,
     repartition: bool = True,
+    schema_evolution: SchemaEvolution = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> dict[str, DatasetMetadataResult]:
     """Remove partitions and append Spark DataFrames, one commit per dataset.
 
-    See :func:`kartoframe.update_cube` and :func:`build_cube_from_sdf`.
+    See :func:`kartoframe.update_cube` (``schema_evolution``) and
+    :func:`build_cube_from_sdf` (``repartition``, ``app_id``, ``app_version``,
+    ``commit_info``).
     """
     return _write_cube(
         "update",
@@ -764,4 +845,8 @@ def update_cube_from_sdf(
         remove_conditions=remove_conditions,
         dataset_ids=ktk_cube_dataset_ids,
         repartition=repartition,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )

@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import pandas as pd
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
 from kartoframe.api.read import DatasetMetadata
-from kartoframe.api.write import DatasetMetadataResult
+from kartoframe.api.write import DatasetMetadataResult, _evolution_arg
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError, InvalidTypeError
 from kartoframe.execution.cube_join import run_merged
 from kartoframe.execution.cube_write import commit_all, write_plan_files
@@ -36,6 +36,7 @@ from kartoframe.format.cube import (
     str_tuple,
 )
 from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.conditions import ConditionsArg, Conjunction
 from kartoframe.plan.cube_query import (
     CubeQueryPlan,
@@ -43,6 +44,7 @@ from kartoframe.plan.cube_query import (
     plan_query,
     relevant_datasets,
     required_indices,
+    required_statistics,
 )
 from kartoframe.plan.cube_write import (
     CubeWritePlan,
@@ -58,7 +60,9 @@ from kartoframe.plan.cube_write import (
     prepare_frame,
     prepare_partition_on,
 )
-from kartoframe.storage.resolve import load_dataset, load_indices
+from kartoframe.storage.commit import already_committed, check_app_transaction, check_commit_info
+from kartoframe.storage.log import current_state
+from kartoframe.storage.resolve import load_dataset, load_indices, load_statistics
 from kartoframe.storage.store import Store
 
 if TYPE_CHECKING:
@@ -229,8 +233,15 @@ def plan_cube_query(
     """Resolve the cube's metadata and plan a query (no data file is opened).
 
     Loads headers and schemas, validates the request, loads only the secondary indices of
-    columns used by conditions or ``partition_by`` (of the datasets taking part), and
-    returns the plan engines run.
+    columns used by conditions or ``partition_by`` (of the datasets taking part) and the
+    per-file statistics of the datasets whose conditions could use them (see
+    ``docs/statistics.md``), and returns the plan engines run.
+
+    Raises
+    ------
+    CorruptMetadataError
+        A needed statistics file the header references is missing or undecodable
+        (``build_dataset_statistics`` rebuilds it).
     """
     if not isinstance(cube, Cube):
         raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
@@ -257,15 +268,20 @@ def plan_cube_query(
     relevant = relevant_datasets(cube, schemas, intention)
     loaded = {k: v for k, v in loaded.items() if k in relevant}
     need = required_indices(intention, loaded)
-    if need:
-        items = list(need.items())
+    with_stats = required_statistics(intention, loaded)
+    jobs = sorted(set(need) | with_stats)
+    if jobs:
 
-        def _load(item: tuple[str, set[str]]) -> tuple[str, LoadedDataset]:
-            ds_id, cols = item
-            return ds_id, load_indices(st, loaded[ds_id], sorted(cols))
+        def _load(ds_id: str) -> tuple[str, LoadedDataset]:
+            ds = loaded[ds_id]
+            if ds_id in need:
+                ds = load_indices(st, ds, sorted(need[ds_id]))
+            if ds_id in with_stats:
+                ds = load_statistics(st, ds)
+            return ds_id, ds
 
-        with ThreadPoolExecutor(max_workers=min(8, len(items))) as pool:
-            loaded.update(dict(pool.map(_load, items)))
+        with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
+            loaded.update(dict(pool.map(_load, jobs)))
     return plan_query(cube, loaded, intention), st
 
 
@@ -412,7 +428,7 @@ def execute_write(
 
 
 class FrameWrite(NamedTuple):
-    """The resolved arguments of a dask or Spark cube write."""
+    """The resolved arguments of a cube write (eager, dask or Spark)."""
 
     touched: set[str] | None
     metadata: dict[str, dict[str, Any]]
@@ -420,12 +436,54 @@ class FrameWrite(NamedTuple):
     partition_on: dict[str, tuple[str, ...]]
     existing: dict[str, LoadedDataset]
     payload: set[str]
+    #: the data to write, without the datasets ``done`` already holds
+    frames: dict[str, Any]
+    #: datasets that already record the application transaction (an earlier attempt)
+    done: frozenset[str] = frozenset()
+    #: every dataset of the operation is done: a retried step, nothing to write
+    complete: bool = False
+    schema_evolution: SchemaEvolution = "none"
+    app_id: str | None = None
+    app_version: int | None = None
+    commit_info: dict[str, Any] | None = None
+
+    def plan(
+        self,
+        cube: Cube,
+        operation: Operation,
+        inputs: Mapping[str, InputData | None],
+        *,
+        overwrite: bool,
+    ) -> CubeWritePlan:
+        """Plan the write of the prepared ``inputs`` (rows or schemas) under these rules."""
+        return plan_write(
+            cube,
+            operation,
+            inputs,
+            existing=self.existing,
+            partition_on=self.partition_on,
+            metadata=self.metadata,
+            overwrite=overwrite,
+            remove_conditions=self.conditions,
+            touched=self.touched,
+            schema_evolution=self.schema_evolution,
+            done=self.done,
+            app_id=self.app_id,
+            app_version=self.app_version,
+            commit_info=self.commit_info,
+        )
+
+    def handles(self, store: Store, cube: Cube) -> dict[str, DatasetMetadataResult]:
+        """Handles of the datasets an earlier attempt already committed."""
+        return {
+            i: DatasetMetadataResult(cube.ktk_dataset_uuid(i), store) for i in sorted(self.done)
+        }
 
 
 def resolve_frame_operation(
     cube: Cube,
     st: Store,
-    operation: str,
+    operation: Operation,
     frames: Mapping[str, Any],
     *,
     partition_on: object,
@@ -433,31 +491,80 @@ def resolve_frame_operation(
     metadata: object,
     dataset_ids: object,
     remove_conditions: object,
+    schema_evolution: object = "none",
+    app_id: object = None,
+    app_version: object = None,
+    commit_info: object = None,
 ) -> FrameWrite:
-    """The argument and operation rules of a dask or Spark cube write, before any data
-    is looked at.
+    """The argument and operation rules of a cube write, before any data is looked at.
 
-    Checks the dataset ids an update touches, the metadata and the removal conditions,
-    then raises for a missing seed (build), a seed written by extend, and unknown datasets
-    (append); returns what the write needs.
+    Checks the dataset ids an update or removal touches, the metadata and the removal
+    conditions, then raises for a missing seed (build), a seed written by extend, and
+    unknown datasets (append); returns what the write needs.
+
+    With ``app_id``/``app_version``, datasets that already record that transaction (or a
+    later version) are *done*: a retried step whose every dataset is done writes nothing
+    (``complete``); after a crash between two dataset commits the retry writes only the
+    datasets still missing, so no rows are appended twice.
     """
-    touched: set[str] | None = None
-    if operation == "update":
-        touched = (
-            set(frames)
-            if dataset_ids is None
-            else set(str_tuple(dataset_ids, "ktk_cube_dataset_ids", ordered=False))
+    txn_id, txn_version = check_app_transaction(app_id, app_version)
+    evolution = _evolution_arg(schema_evolution)
+    if evolution != "none" and operation not in ("append", "update"):
+        raise InvalidInputError(
+            "schema_evolution applies to appends and updates of a cube; "
+            f"{operation} defines the schemas."
         )
+    info = check_commit_info(commit_info)
+
+    def result(**kwargs: Any) -> FrameWrite:
+        return FrameWrite(
+            schema_evolution=evolution,
+            app_id=txn_id,
+            app_version=txn_version,
+            commit_info=info,
+            **kwargs,
+        )
+
+    touched: set[str] | None = None
+    if operation in ("update", "remove"):
+        touched = set(str_tuple(dataset_ids, "ktk_cube_dataset_ids", ordered=False))
+        if dataset_ids is None:
+            touched = set(frames) if operation == "update" else None
+    conds = None
+    if operation == "remove" or (operation == "update" and remove_conditions is not None):
+        conds = check_removal_conditions(cube, remove_conditions)
+    if operation in ("build", "extend"):
+        if operation == "build":
+            existing = load_cube_datasets(st, cube.uuid_prefix)
+        else:
+            existing = _checked(cube, st)
+    else:
+        existing = _checked(cube, st)
+        if operation == "remove" and touched is None:
+            touched = set(existing)
     meta = check_metadata(metadata, set(frames) | (touched or set()))
-    conds = (
-        check_removal_conditions(cube, remove_conditions)
-        if operation == "update" and remove_conditions is not None
-        else None
-    )
+    done = _done(st, cube, set(frames) | (touched or set()), txn_id, txn_version)
+    frames = {k: v for k, v in frames.items() if k not in done}
+    if done:
+        if isinstance(partition_on, Mapping):
+            partition_on = {k: v for k, v in partition_on.items() if k not in done}
+        meta = {k: v for k, v in meta.items() if k not in done}
+        touched = None if touched is None else touched - done
+        if not frames and not touched:
+            return result(
+                touched=touched,
+                metadata=meta,
+                conditions=conds,
+                partition_on={},
+                existing=existing,
+                payload=set(),
+                frames={},
+                done=done,
+                complete=True,
+            )
     payload: set[str] = set()
     if operation == "build":
         pon = prepare_partition_on(cube, frames, partition_on)
-        existing = load_cube_datasets(st, cube.uuid_prefix)
         if cube.seed_dataset not in frames:
             raise InvalidInputError(f'Seed data ("{cube.seed_dataset}") is missing.')
     elif operation == "extend":
@@ -466,17 +573,41 @@ def resolve_frame_operation(
             raise InvalidInputError(
                 f'Seed data ("{cube.seed_dataset}") cannot be written during extension.'
             )
-        existing = _checked(cube, st)
         for k, v in existing.items():
             if not (overwrite and k in frames):
                 payload |= payload_subset(dataset_columns(v.schema), cube)
     else:
-        existing = _checked(cube, st)
         unknown = sorted(set(frames) - set(existing))
         if unknown and operation == "append":
             raise InvalidInputError(f"Unknown / non-existing datasets: {', '.join(unknown)}")
         pon = {k: tuple(v.metadata.partition_keys) for k, v in existing.items()}
-    return FrameWrite(touched, meta, conds, pon, existing, payload)
+    return result(
+        touched=touched,
+        metadata=meta,
+        conditions=conds,
+        partition_on=pon,
+        existing=existing,
+        payload=payload,
+        frames=frames,
+        done=done,
+    )
+
+
+def _done(
+    st: Store, cube: Cube, ids: set[str], app_id: str | None, app_version: int | None
+) -> frozenset[str]:
+    """The datasets among ``ids`` that already record the application transaction."""
+    if app_id is None or not ids:
+        return frozenset()
+
+    def _has(ds_id: str) -> bool:
+        state = current_state(st, cube.ktk_dataset_uuid(ds_id))
+        return already_committed(state.header if state else None, app_id, app_version)
+
+    ordered = sorted(ids)
+    with ThreadPoolExecutor(max_workers=min(8, len(ordered))) as pool:
+        flags = list(pool.map(_has, ordered))
+    return frozenset(i for i, f in zip(ordered, flags) if f)
 
 
 def _write(
@@ -491,62 +622,36 @@ def _write(
     df_serializer: ParquetSerializer | None = None,
     remove_conditions: object = None,
     dataset_ids: object = None,
+    schema_evolution: object = "none",
+    app_id: object = None,
+    app_version: object = None,
+    commit_info: object = None,
 ) -> dict[str, DatasetMetadataResult]:
     if not isinstance(cube, Cube):
         raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
     st = ensure_store(store)
     raw = normalize_input(data, cube) if data is not None else {}
-    frames = {k: _concat(v) for k, v in raw.items()}
-    touched: set[str] | None = None
-    if operation in ("update", "remove"):
-        touched = set(str_tuple(dataset_ids, "ktk_cube_dataset_ids", ordered=False))
-        if dataset_ids is None:
-            touched = set(frames) if operation == "update" else None
-    conds = None
-    if operation in ("update", "remove") and (
-        remove_conditions is not None or operation == "remove"
-    ):
-        conds = check_removal_conditions(cube, remove_conditions)
-    if operation == "build":
-        pon = prepare_partition_on(cube, frames, partition_on)
-        existing = load_cube_datasets(st, cube.uuid_prefix)
-        payload: set[str] = set()
-    elif operation == "extend":
-        pon = prepare_partition_on(cube, frames, partition_on)
-        if cube.seed_dataset in frames:
-            raise InvalidInputError(
-                f'Seed data ("{cube.seed_dataset}") cannot be written during extension.'
-            )
-        existing = _checked(cube, st)
-        kept = {k: v for k, v in existing.items() if not (overwrite and k in frames)}
-        payload = set()
-        for v in kept.values():
-            payload |= payload_subset(dataset_columns(v.schema), cube)
-    else:
-        existing = _checked(cube, st)
-        unknown = sorted(set(frames) - set(existing))
-        if unknown and operation == "append":
-            raise InvalidInputError(f"Unknown / non-existing datasets: {', '.join(unknown)}")
-        pon = {k: tuple(v.metadata.partition_keys) for k, v in existing.items()}
-        payload = set()
-        if touched is None:
-            touched = set(existing)
-    if operation == "build" and cube.seed_dataset not in frames:
-        raise InvalidInputError(f'Seed data ("{cube.seed_dataset}") is missing.')
-    meta = check_metadata(metadata, set(frames) | (touched or set()))
-    inputs = prepare_inputs(cube, frames, pon, payload)
-    plan = plan_write(
+    fw = resolve_frame_operation(
         cube,
+        st,
         operation,
-        inputs,
-        existing=existing,
-        partition_on=pon,
-        metadata=meta,
+        {k: _concat(v) for k, v in raw.items()},
+        partition_on=partition_on,
         overwrite=overwrite,
-        remove_conditions=conds,
-        touched=touched if operation in ("update", "remove") else None,
+        metadata=metadata,
+        dataset_ids=dataset_ids,
+        remove_conditions=remove_conditions,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
-    return execute_write(st, plan, serializer_arg(df_serializer or CUBE_SERIALIZER))
+    if fw.complete:
+        return fw.handles(st, cube)
+    inputs = prepare_inputs(cube, fw.frames, fw.partition_on, fw.payload)
+    plan = fw.plan(cube, operation, inputs, overwrite=overwrite)
+    out = execute_write(st, plan, serializer_arg(df_serializer or CUBE_SERIALIZER))
+    return {**fw.handles(st, cube), **out}
 
 
 def build_cube(
@@ -557,6 +662,9 @@ def build_cube(
     overwrite: bool = False,
     partition_on: Mapping[str, Iterable[str]] | None = None,
     df_serializer: ParquetSerializer | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> dict[str, DatasetMetadataResult]:
     """Create a cube: the seed and any other datasets, in one operation.
 
@@ -578,6 +686,13 @@ def build_cube(
         columns; the seed's are fixed).
     df_serializer
         Default: ZSTD Parquet.
+    app_id, app_version
+        Application transaction (both or neither): every dataset commit records it, and
+        a retried call whose datasets already record ``app_version`` (or a later one)
+        for ``app_id`` writes nothing; after a crash between dataset commits the retry
+        writes only the datasets still missing.
+    commit_info
+        A JSON-serialisable dict recorded with each dataset's commit.
 
     Returns
     -------
@@ -607,6 +722,9 @@ def build_cube(
         overwrite=overwrite,
         partition_on=partition_on,
         df_serializer=df_serializer,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -618,6 +736,9 @@ def extend_cube(
     overwrite: bool = False,
     partition_on: Mapping[str, Iterable[str]] | None = None,
     df_serializer: ParquetSerializer | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> dict[str, DatasetMetadataResult]:
     """Add (or with ``overwrite`` replace) non-seed datasets of an existing cube.
 
@@ -634,6 +755,9 @@ def extend_cube(
         overwrite=overwrite,
         partition_on=partition_on,
         df_serializer=df_serializer,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -643,13 +767,37 @@ def append_to_cube(
     store: StoreInput,
     metadata: Mapping[str, Mapping[str, Any]] | None = None,
     df_serializer: ParquetSerializer | None = None,
+    schema_evolution: Literal["none", "add_columns"] = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> dict[str, DatasetMetadataResult]:
     """Add rows to existing datasets (no removal): newer rows win per cell at query time.
 
     ``partition_on`` is taken from the stored datasets and all their secondary indices are
-    maintained. Other parameters as in :func:`build_cube`.
+    maintained.
+
+    Parameters
+    ----------
+    schema_evolution
+        ``"add_columns"``: the rows may add nullable payload columns (and safe
+        widenings) to their dataset, recorded as schema events; older files read the new
+        columns as nulls. Default ``"none"``: the stored schemas must match.
+    app_id, app_version, commit_info, metadata, df_serializer
+        As in :func:`build_cube`.
     """
-    return _write("append", data, cube, store, metadata=metadata, df_serializer=df_serializer)
+    return _write(
+        "append",
+        data,
+        cube,
+        store,
+        metadata=metadata,
+        df_serializer=df_serializer,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
+    )
 
 
 def update_cube(
@@ -660,6 +808,10 @@ def update_cube(
     ktk_cube_dataset_ids: Iterable[str] | None = None,
     metadata: Mapping[str, Mapping[str, Any]] | None = None,
     df_serializer: ParquetSerializer | None = None,
+    schema_evolution: Literal["none", "add_columns"] = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> dict[str, DatasetMetadataResult]:
     """Remove partitions and append rows, in one commit per dataset.
 
@@ -674,6 +826,17 @@ def update_cube(
         Datasets to touch (default: those in ``data``); data for other ids is refused.
     metadata, df_serializer
         As in :func:`build_cube`.
+    schema_evolution
+        ``"add_columns"``: the rows may add nullable payload columns (and safe
+        widenings) to their dataset, recorded as schema events; older files read the new
+        columns as nulls. Default ``"none"``: the stored schemas must match.
+    app_id, app_version
+        Application transaction (both or neither): every dataset commit records it, and
+        a retried call whose datasets already record ``app_version`` (or a later one)
+        for ``app_id`` writes nothing; after a crash between dataset commits the retry
+        writes only the datasets still missing.
+    commit_info
+        A JSON-serialisable dict recorded with each dataset's commit.
     """
     return _write(
         "update",
@@ -684,6 +847,10 @@ def update_cube(
         df_serializer=df_serializer,
         remove_conditions=remove_conditions,
         dataset_ids=ktk_cube_dataset_ids,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -693,6 +860,9 @@ def remove_partitions(
     conditions: ConditionsArg = None,
     ktk_cube_dataset_ids: Iterable[str] | None = None,
     metadata: Mapping[str, Mapping[str, Any]] | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> dict[str, DatasetMetadataResult]:
     """Remove the physical partitions selected by conditions on cube partition columns.
 
@@ -707,6 +877,13 @@ def remove_partitions(
         Datasets to touch (default: all).
     metadata
         ``{dataset_id: {key: value}}``: keys to set (none can be deleted).
+    app_id, app_version
+        Application transaction (both or neither): every dataset commit records it, and
+        a retried call whose datasets already record ``app_version`` (or a later one)
+        for ``app_id`` writes nothing; after a crash between dataset commits the retry
+        writes only the datasets still missing.
+    commit_info
+        A JSON-serialisable dict recorded with each dataset's commit.
     """
     return _write(
         "remove",
@@ -716,4 +893,7 @@ def remove_partitions(
         metadata=metadata,
         remove_conditions=Conjunction(conditions),
         dataset_ids=ktk_cube_dataset_ids,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )

@@ -12,7 +12,7 @@ written by the graph are deleted.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
 from kartoframe.api.cube import (
@@ -31,7 +31,6 @@ from kartoframe.plan.cube_write import (
     Operation,
     check_frame_columns,
     check_user_frame,
-    plan_write,
 )
 from kartoframe.storage.store import Store
 
@@ -43,8 +42,10 @@ __all__ = [
 ]
 
 
-def _results(headers: Mapping[str, DatasetHeader], store: Store) -> dict[str, Any]:
-    return {k: DatasetMetadataResult(h.uuid, store) for k, h in headers.items()}
+def _results(
+    headers: Mapping[str, DatasetHeader], store: Store, done: Mapping[str, Any]
+) -> dict[str, Any]:
+    return {**done, **{k: DatasetMetadataResult(h.uuid, store) for k, h in headers.items()}}
 
 
 def _frames(data: object, cube: Cube) -> dict[str, Any]:
@@ -89,6 +90,10 @@ def _write_dask(
     df_serializer: ParquetSerializer | None = None,
     remove_conditions: object = None,
     dataset_ids: object = None,
+    schema_evolution: object = "none",
+    app_id: object = None,
+    app_version: object = None,
+    commit_info: object = None,
 ) -> Any:
     from dask.delayed import delayed
 
@@ -100,18 +105,24 @@ def _write_dask(
         raise InvalidInputError(f"num_buckets must be an int >= 1, got {num_buckets!r}.")
     buckets = str_tuple(bucket_by, "bucket_by")
     st = ensure_store(store)
-    frames = _frames(data, cube)
-    touched, meta_arg, conds, pon, existing, payload = resolve_frame_operation(
+    fw = resolve_frame_operation(
         cube,
         st,
         operation,
-        frames,
+        _frames(data, cube),
         partition_on=partition_on,
         overwrite=overwrite,
         metadata=metadata,
         dataset_ids=dataset_ids,
         remove_conditions=remove_conditions,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
+    if fw.complete:  # a retried step: every dataset already records the transaction
+        return delayed(dict, pure=True)(fw.handles(st, cube))
+    frames, pon = fw.frames, fw.partition_on
     inputs: dict[str, InputData | None] = {}
     for ds_id in sorted(frames):
         ddf = frames[ds_id]
@@ -119,20 +130,10 @@ def _write_dask(
             inputs[ds_id] = None
             continue
         if ds_id in pon:
-            check_frame_columns(ds_id, [str(c) for c in ddf.columns], cube, payload, pon[ds_id])
+            check_frame_columns(ds_id, [str(c) for c in ddf.columns], cube, fw.payload, pon[ds_id])
         meta = frame_to_table(ddf._meta, what=f'the meta of dataset "{ds_id}"')
         inputs[ds_id] = InputData(meta.schema, None)
-    plan = plan_write(
-        cube,
-        operation,
-        inputs,
-        existing=existing,
-        partition_on=pon,
-        metadata=meta_arg,
-        overwrite=overwrite,
-        remove_conditions=conds,
-        touched=touched,
-    )
+    plan = fw.plan(cube, operation, inputs, overwrite=overwrite)
     graph = write_graph(
         st,
         plan,
@@ -143,7 +144,7 @@ def _write_dask(
         bucket_by=buckets,
         require_rows=operation != "update",
     )
-    return delayed(_results, pure=True)(graph, st)
+    return delayed(_results, pure=True)(graph, st, fw.handles(st, cube))
 
 
 def build_cube_from_dataframe(
@@ -157,6 +158,9 @@ def build_cube_from_dataframe(
     num_buckets: int = 1,
     bucket_by: Iterable[str] | None = None,
     df_serializer: ParquetSerializer | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> Any:
     """Build a cube from dask DataFrames (a frame for the seed, or ``{dataset_id: ddf}``).
 
@@ -171,7 +175,8 @@ def build_cube_from_dataframe(
         With ``shuffle``: columns hashed to choose the bucket (default: all non-partition
         columns).
 
-    Other parameters as in :func:`kartoframe.build_cube`.
+    Other parameters as in :func:`kartoframe.build_cube` (including ``app_id``,
+    ``app_version`` and ``commit_info``).
 
     Returns
     -------
@@ -190,6 +195,9 @@ def build_cube_from_dataframe(
         num_buckets=num_buckets,
         bucket_by=bucket_by,
         df_serializer=df_serializer,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -204,8 +212,14 @@ def extend_cube_from_dataframe(
     num_buckets: int = 1,
     bucket_by: Iterable[str] | None = None,
     df_serializer: ParquetSerializer | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> Any:
-    """Add non-seed datasets from dask DataFrames (see :func:`kartoframe.extend_cube`)."""
+    """Add non-seed datasets from dask DataFrames (see :func:`kartoframe.extend_cube`).
+
+    ``app_id``, ``app_version`` and ``commit_info`` work as there.
+    """
     return _write_dask(
         "extend",
         data,
@@ -218,6 +232,9 @@ def extend_cube_from_dataframe(
         num_buckets=num_buckets,
         bucket_by=bucket_by,
         df_serializer=df_serializer,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -230,8 +247,15 @@ def append_to_cube_from_dataframe(
     num_buckets: int = 1,
     bucket_by: Iterable[str] | None = None,
     df_serializer: ParquetSerializer | None = None,
+    schema_evolution: Literal["none", "add_columns"] = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> Any:
-    """Append dask DataFrames to existing datasets (see :func:`kartoframe.append_to_cube`)."""
+    """Append dask DataFrames to existing datasets (see :func:`kartoframe.append_to_cube`).
+
+    ``schema_evolution``, ``app_id``, ``app_version`` and ``commit_info`` work as there.
+    """
     return _write_dask(
         "append",
         data,
@@ -242,6 +266,10 @@ def append_to_cube_from_dataframe(
         num_buckets=num_buckets,
         bucket_by=bucket_by,
         df_serializer=df_serializer,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
 
 
@@ -256,10 +284,15 @@ def update_cube_from_dataframe(
     num_buckets: int = 1,
     bucket_by: Iterable[str] | None = None,
     df_serializer: ParquetSerializer | None = None,
+    schema_evolution: Literal["none", "add_columns"] = "none",
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> Any:
     """Remove partitions and append dask DataFrames, one commit per dataset.
 
-    See :func:`kartoframe.update_cube`.
+    See :func:`kartoframe.update_cube` (``schema_evolution``, ``app_id``, ``app_version``
+    and ``commit_info`` work as there).
     """
     return _write_dask(
         "update",
@@ -273,4 +306,8 @@ def update_cube_from_dataframe(
         df_serializer=df_serializer,
         remove_conditions=remove_conditions,
         dataset_ids=ktk_cube_dataset_ids,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )

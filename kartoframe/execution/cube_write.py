@@ -66,6 +66,7 @@ def write_dataset_chunk(
         )
     from kartoframe.execution.write import write_chunk
 
+    ref = statistics_ref(write.base.metadata) if write.base is not None else None
     return write_chunk(
         store,
         write.uuid,
@@ -75,6 +76,7 @@ def write_dataset_chunk(
         index_columns=write.index_columns,
         serializer=serializer,
         origin=origin or f'dataset "{write.dataset_id}"',
+        bloom_filter_columns=ref.bloom_filter_columns if ref is not None else (),
     )
 
 
@@ -177,6 +179,11 @@ def commit_all(
                 table_name=CUBE_TABLE,
                 expect_absent=before is None,
                 empty_schema=w.schema,
+                schema_evolution=plan.schema_evolution,
+                app_id=plan.app_id,
+                app_version=plan.app_version,
+                commit_info=plan.commit_info,
+                operation_parameters={"cube_operation": plan.operation},
             )
             old_index = set(before.metadata.indices.values()) if before is not None else set()
             old_stats = statistics_ref(before.metadata) if before is not None else None

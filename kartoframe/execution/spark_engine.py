@@ -717,6 +717,7 @@ def write_sdf(
     repartition: bool = True,
     flush_bytes: int = FLUSH_BYTES,
     prepare: Callable[[pa.Table, str], pa.Table] | None = None,
+    bloom_filter_columns: Sequence[str] = (),
 ) -> list[ChunkResult]:
     """Write a Spark DataFrame's rows as data files from the executors (no commit).
 
@@ -726,6 +727,8 @@ def write_sdf(
     hash-partitioned on those columns, so each value is written by one task.
     ``prepare(table, origin)`` validates and transforms each chunk in the executor
     before it is written (cube writes check NULLs and duplicate cells there).
+    ``bloom_filter_columns`` (the dataset's bloom-filter columns) get bloom filters in
+    each file's statistics, as with the other engines.
 
     Returns
     -------
@@ -744,6 +747,7 @@ def write_sdf(
     pon = list(partition_on)
     idx = list(index_columns)
     sort_by = list(sort_partitions_by)
+    blooms = tuple(bloom_filter_columns)
     zones = dict(timezones or {})
     ser = serializer or ParquetSerializer()
     if pon and repartition:
@@ -772,6 +776,7 @@ def write_sdf(
                 sort_partitions_by=sort_by,
                 origin=origin,
                 file_uuid=job_id + _uuid.uuid4().hex[:16],
+                bloom_filter_columns=blooms,
             )
             return _records(result)
 

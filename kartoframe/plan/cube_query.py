@@ -6,11 +6,14 @@ Three steps, each a pure function of the previous one's result:
    schemas and index columns (unknown columns, non-indexed ``partition_by``, literal types,
    sets instead of sequences) and splits the conditions per dataset.
 2. :func:`required_indices` names the secondary indices the plan needs (only those of
-   columns used by conditions or ``partition_by``); the storage layer loads them.
+   columns used by conditions or ``partition_by``) and :func:`required_statistics` the
+   datasets whose per-file statistics could skip files; the storage layer loads them.
 3. :func:`plan_query` prunes every dataset's partitions by partition keys and indices,
-   aligns the datasets' partitions (seed, then inner joins with restrictive datasets, then
-   left joins) and cuts the result into :class:`QueryGroup` values (one per
-   ``partition_by`` value, or per cube partition when there is none).
+   then skips files by their statistics (:func:`kartoframe.plan.skipping.skip_by_statistics`
+   with the dataset's row filter), aligns the datasets' partitions (seed, then inner joins
+   with restrictive datasets, then left joins) and cuts the result into
+   :class:`QueryGroup` values (one per ``partition_by`` value, or per cube partition when
+   there is none).
 
 Engines only execute the plan (:mod:`kartoframe.execution.cube_join`); no data file is
 opened during planning.
@@ -31,8 +34,9 @@ from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.index import index_from_embedded
 from kartoframe.plan import predicates as preds
 from kartoframe.plan.conditions import Conjunction, check_condition_types
-from kartoframe.plan.pruning import partition_values, prune
-from kartoframe.plan.scan import FilePart
+from kartoframe.plan.pruning import PruneStats, partition_values, prune
+from kartoframe.plan.scan import FilePart, needs_statistics
+from kartoframe.plan.skipping import skip_by_statistics
 
 __all__ = [
     "CubeQueryPlan",
@@ -43,6 +47,7 @@ __all__ = [
     "plan_query",
     "relevant_datasets",
     "required_indices",
+    "required_statistics",
 ]
 
 Role = Literal["seed", "inner", "left"]
@@ -195,6 +200,24 @@ def required_indices(
     return out
 
 
+def required_statistics(
+    intention: QueryIntention, datasets: Mapping[str, LoadedDataset]
+) -> set[str]:
+    """Datasets whose per-file statistics the plan can use (the resolver loads them).
+
+    A dataset's files are skipped by its row filter (its post-conditions), so its
+    statistics are only worth loading when that filter has a literal that neither a
+    partition key nor an exact ``==``/``in`` on an indexed column already answers (as
+    :func:`kartoframe.plan.scan.needs_statistics` decides for dataset reads).
+    """
+    out: set[str] = set()
+    for ds_id, loaded in datasets.items():
+        post = intention.conditions_post.get(ds_id)
+        if post is not None and needs_statistics(loaded, post.to_predicates()):
+            out.add(ds_id)
+    return out
+
+
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class DatasetRead:
     """How one dataset takes part in the query.
@@ -297,12 +320,17 @@ class CubeQueryPlan:
         Participating datasets in join order: seed, restrictive (inner), others (left).
     groups
         Groups sorted by ``partition_by`` key (by cube partition when no ``partition_by``).
+    prune_stats
+        Dataset id -> files kept by each pruning stage of that dataset (partition keys,
+        secondary indices, per-file statistics), before the datasets are aligned;
+        :meth:`file_counts` gives the files the query finally reads.
     """
 
     cube: Cube
     intention: QueryIntention
     reads: tuple[DatasetRead, ...]
     groups: tuple[QueryGroup, ...]
+    prune_stats: Mapping[str, PruneStats] = dataclasses.field(default_factory=dict)
 
     @property
     def output_columns(self) -> tuple[str, ...]:
@@ -320,6 +348,14 @@ class CubeQueryPlan:
             if r.dataset_id == dataset_id:
                 return r
         raise KeyError(dataset_id)
+
+    def file_counts(self) -> dict[str, int]:
+        """Dataset id -> number of distinct data files the query reads (all groups)."""
+        out: dict[str, int] = {}
+        for r in self.reads:
+            labels = {f.label for g in self.groups for f in g.files.get(r.dataset_id, ())}
+            out[r.dataset_id] = len(labels)
+        return out
 
     def merged(self) -> QueryGroup:
         """All groups as one (files de-duplicated, commit order kept, no extra filters).
@@ -399,8 +435,8 @@ def plan_query(
         read = _dataset_read(cube, ds_id, loaded, intention, restrictive)
         if read is not None:
             reads.append(read)
-    groups = _regroup(cube, datasets, intention, reads)
-    return CubeQueryPlan(cube, intention, tuple(reads), groups)
+    groups, stats = _regroup(cube, datasets, intention, reads)
+    return CubeQueryPlan(cube, intention, tuple(reads), groups, stats)
 
 
 def _join_order(
@@ -516,14 +552,20 @@ def _dataset_frame(
     loaded: LoadedDataset,
     intention: QueryIntention,
     indices: Mapping[str, pa.Table],
-) -> tuple[pd.DataFrame, list[str]]:
-    """Surviving partitions of a dataset, keyed by cube partition and local partition-by."""
+) -> tuple[pd.DataFrame, list[str], PruneStats]:
+    """Surviving partitions of a dataset, keyed by cube partition and local partition-by.
+
+    Partitions are pruned by partition keys and indices with the conditions on the
+    dataset's columns, then by the per-file statistics (if loaded) with the dataset's row
+    filter ``read.predicate``: a skipped file holds no row passing that filter, so the
+    dataset's scan (filter, then keep-last) returns the same rows without it.
+    """
     md = loaded.metadata
     labels = list(md.partitions)
     cols = dataset_columns(loaded.schema)
     conj = intention.conditions.restrict(cols)
     if len(conj):
-        kept, _ = prune(
+        kept, stats = prune(
             preds.bind(conj.to_predicates(), loaded.schema),
             labels,
             md.partition_keys,
@@ -531,7 +573,12 @@ def _dataset_frame(
             indices,
         )
     else:
-        kept = labels
+        kept, stats = labels, PruneStats(len(labels), len(labels), len(labels))
+    if loaded.statistics is not None and read.predicate is not None:
+        kept = skip_by_statistics(
+            read.predicate, kept, md.partitions, loaded.statistics, md.partition_keys
+        )
+        stats = dataclasses.replace(stats, after_statistics=len(kept))
     pk = list(md.partition_keys)
     key_cols = [c for c in cube.partition_columns if c in pk]
     local_pb = [c for c in intention.partition_by if c in pk or c in indices]
@@ -561,7 +608,7 @@ def _dataset_frame(
     order = {lb: i for i, lb in enumerate(labels)}
     frame[_ORDER] = frame[_LABEL].map(order)
     group_cols = key_cols + [c for c in local_pb if c not in key_cols]
-    return frame, group_cols
+    return frame, group_cols, stats
 
 
 def _aggregate(frame: pd.DataFrame, group_cols: list[str], ds_id: str) -> pd.DataFrame:
@@ -598,12 +645,15 @@ def _regroup(
     datasets: Mapping[str, LoadedDataset],
     intention: QueryIntention,
     reads: Sequence[DatasetRead],
-) -> tuple[QueryGroup, ...]:
+) -> tuple[tuple[QueryGroup, ...], dict[str, PruneStats]]:
     aligned: pd.DataFrame | None = None
+    stats: dict[str, PruneStats] = {}
     for read in reads:
         loaded = datasets[read.dataset_id]
         indices = _indices(loaded)
-        frame, group_cols = _dataset_frame(cube, read, loaded, intention, indices)
+        frame, group_cols, stats[read.dataset_id] = _dataset_frame(
+            cube, read, loaded, intention, indices
+        )
         agg = _aggregate(frame, group_cols, read.dataset_id)
         if aligned is None:
             aligned = agg
@@ -612,7 +662,7 @@ def _regroup(
     assert aligned is not None
     pby = list(intention.partition_by) or list(cube.partition_columns)
     if aligned.empty:
-        return ()
+        return (), stats
     keys = list(zip(*(aligned[c].tolist() for c in pby)))
     label_lists = {r.dataset_id: aligned[_labels_col(r.dataset_id)].tolist() for r in reads}
     rows_of: dict[tuple[Any, ...], list[int]] = {}
@@ -641,7 +691,7 @@ def _regroup(
         extra = _group_literals(cube, intention, reads, pby, key)
         gkey = tuple(zip(intention.partition_by, key)) if intention.partition_by else ()
         groups.append(QueryGroup(gkey, files, extra))
-    return tuple(groups)
+    return tuple(groups), stats
 
 
 def _is_missing(value: Any) -> bool:

@@ -27,6 +27,7 @@ from kartoframe.errors import (
     EmptyInputError,
     InvalidInputError,
     InvalidTypeError,
+    SchemaError,
 )
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.cube import (
@@ -40,7 +41,12 @@ from kartoframe.format.cube import (
     str_tuple,
 )
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.schema import compatible_merge, normalize_schema
+from kartoframe.format.schema import (
+    SchemaEvolution,
+    compatible_merge,
+    evolve_schema,
+    normalize_schema,
+)
 from kartoframe.plan import predicates as preds
 from kartoframe.plan.conditions import Conjunction
 from kartoframe.plan.pruning import prune
@@ -116,6 +122,13 @@ class CubeWritePlan:
     cube: Cube
     operation: Operation
     writes: tuple[DatasetWrite, ...]
+    #: ``"add_columns"``: appended rows may add nullable payload columns (recorded events)
+    schema_evolution: SchemaEvolution = "none"
+    #: the application transaction every dataset commit records (idempotent retries)
+    app_id: str | None = None
+    app_version: int | None = None
+    #: user commit info recorded with every dataset commit
+    commit_info: Mapping[str, Any] | None = None
 
     @property
     def dataset_ids(self) -> list[str]:
@@ -444,6 +457,11 @@ def plan_write(
     overwrite: bool = False,
     remove_conditions: Conjunction | None = None,
     touched: Iterable[str] | None = None,
+    schema_evolution: SchemaEvolution = "none",
+    done: Iterable[str] = (),
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
 ) -> CubeWritePlan:
     """Check the operation rules and the resulting cube; describe the write per dataset.
 
@@ -468,6 +486,14 @@ def plan_write(
         update/remove: which partitions to remove (cube partition columns only).
     touched
         update/remove: the datasets affected (default: the inputs' ids / all datasets).
+    schema_evolution
+        append/update: ``"add_columns"`` lets the rows add nullable payload columns (and
+        safe widenings) to a dataset; dimension and partition columns cannot be added.
+    done
+        Datasets an earlier attempt of the same application transaction already
+        committed: they stay as they are (not rewritten, not "partially overwritten").
+    app_id, app_version, commit_info
+        Recorded by every dataset commit of the plan.
 
     Raises
     ------
@@ -486,7 +512,7 @@ def plan_write(
     if operation == "build":
         if cube.seed_dataset not in inputs:
             raise InvalidInputError(f'Seed data ("{cube.seed_dataset}") is missing.')
-        partial = sorted(set(existing) - set(inputs))
+        partial = sorted(set(existing) - set(inputs) - set(done))
         if partial:
             raise InvalidInputError(
                 "Following datasets exists but are not overwritten (partial overwrite), this "
@@ -547,13 +573,7 @@ def plan_write(
             idx = tuple(sorted((set(bmd.indices) | set(bmd.embedded_indices)) - set(po)))
             schema = base.schema
             if inp is not None:
-                schema = compatible_merge(
-                    base.schema,
-                    normalize_schema(inp.schema, po),
-                    dataset_uuid=base.uuid,
-                    origin=f'the data of dataset "{ds_id}"',
-                    reference_origin="the stored schema",
-                )
+                schema = _merged_schema(cube, ds_id, base, inp.schema, po, schema_evolution)
             remove = (
                 removal_labels(cube, base, remove_conditions)
                 if operation in ("update", "remove") and remove_conditions is not None
@@ -577,4 +597,50 @@ def plan_write(
             )
     check_datasets(members, cube)
     order = commit_order(cube, writes)
-    return CubeWritePlan(cube, operation, tuple(writes[i] for i in order))
+    return CubeWritePlan(
+        cube,
+        operation,
+        tuple(writes[i] for i in order),
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
+    )
+
+
+def _merged_schema(
+    cube: Cube,
+    ds_id: str,
+    base: LoadedDataset,
+    written: pa.Schema,
+    partition_on: tuple[str, ...],
+    schema_evolution: SchemaEvolution,
+) -> pa.Schema:
+    """The schema a dataset has after rows of schema ``written`` are added to it."""
+    norm = normalize_schema(written, partition_on)
+    origin = f'the data of dataset "{ds_id}"'
+    if schema_evolution != "add_columns":
+        return compatible_merge(
+            base.schema,
+            norm,
+            dataset_uuid=base.uuid,
+            origin=origin,
+            reference_origin="the stored schema",
+        )
+    added = [n for n in norm.names if n not in base.schema.names]
+    structural = sorted(set(added) & (set(cube.dimension_columns) | set(cube.partition_columns)))
+    if structural:
+        raise SchemaError(
+            f'Schema evolution of cube dataset "{ds_id}" can only add payload columns; '
+            f"{', '.join(structural)} would be new dimension or partition columns."
+        )
+    schema, _ = evolve_schema(
+        base.schema,
+        norm,
+        dataset_uuid=base.uuid,
+        origin=origin,
+        partition_keys=partition_on,
+        required=base.schema.names,
+        reference_origin="the stored schema",
+    )
+    return schema

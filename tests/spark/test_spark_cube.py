@@ -288,3 +288,30 @@ def test_cube_on_object_store(spark, s3_store) -> None:
     for query in ({"conditions": kf.C("v2") == "ü"}, {"partition_by": ["p"]}):
         got = kfs.query_cube_sdf(spark, CUBE, s3_store, **query).toArrow()
         assert_same_in_order(got, eager_result(CUBE, s3_store, **query))
+
+
+def test_spark_cube_writes_take_transactions_and_evolve(spark, tmp_path) -> None:
+    """``app_id``/``app_version`` make a retried Spark cube append a no-op;
+    ``schema_evolution="add_columns"`` adds a payload column (older rows: nulls)."""
+    store = kf.Store(f"file://{tmp_path}/store")
+    cube = kf.Cube(["x"], ["p"], uuid_prefix="sp")
+    kf.build_cube(pd.DataFrame({"x": [1, 2], "p": [0, 1], "v": [1.0, 2.0]}), cube, store)
+    new = spark.createDataFrame(pd.DataFrame({"x": [3], "p": [0], "v": [3.0], "w": ["new"]}))
+    with pytest.raises(kf.SchemaError):
+        kfs.append_to_cube_from_sdf(new, cube, store)
+    kwargs: dict[str, Any] = {"app_id": "spark-job", "app_version": 1}
+    kfs.append_to_cube_from_sdf(new, cube, store, schema_evolution="add_columns", **kwargs)
+
+    def files() -> int:
+        return sum(1 for k in store.iter_keys("sp++seed/") if k.endswith(".parquet"))
+
+    n = files()
+    out = kfs.append_to_cube_from_sdf(new, cube, store, schema_evolution="add_columns", **kwargs)
+    assert list(out) == ["seed"] and files() == n
+    (df,) = kf.query_cube(cube, store)
+    df = df.sort_values("x")
+    assert df["w"].isna().tolist() == [True, True, False]
+    assert df["w"].tolist()[2] == "new"
+    assert df["x"].tolist().count(3) == 1
+    record = kf.dataset_history("sp++seed", store)[0]
+    assert (record.app_id, record.app_version) == ("spark-job", 1)
