@@ -65,9 +65,7 @@ from kartoframe.format.schema import (
 )
 from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_write import (
-    InputData,
     Operation,
-    check_frame_columns,
 )
 from kartoframe.plan.write import check_write_columns
 from kartoframe.storage.store import Store
@@ -663,23 +661,17 @@ def _write_cube(
     )
     if fw.complete:  # a retried step: every dataset already records the transaction
         return fw.handles(st, cube)
-    frames, pon = fw.frames, fw.partition_on
-    inputs: dict[str, InputData | None] = {}
-    for ds_id in sorted(frames):
-        sdf = frames[ds_id]
-        if sdf is None:
-            inputs[ds_id] = None
-            continue
-        if ds_id in pon:
-            check_frame_columns(ds_id, list(sdf.columns), cube, fw.payload, pon[ds_id])
+
+    def schema(ds_id: str, sdf: DataFrame) -> pa.Schema:
         base = fw.existing.get(ds_id) if operation in ("append", "update") else None
-        schema, _ = _conformed_schema(sdf, base.schema if base is not None else None)
-        inputs[ds_id] = InputData(schema, None)
+        return _conformed_schema(sdf, base.schema if base is not None else None)[0]
+
+    inputs = fw.schema_inputs(cube, lambda sdf: sdf.columns, schema)
     plan = fw.plan(cube, operation, inputs, overwrite=overwrite)
     headers = write_cube_sdfs(
         st,
         plan,
-        {k: v for k, v in frames.items() if v is not None},
+        {k: v for k, v in fw.frames.items() if v is not None},
         serializer_arg(df_serializer or CUBE_SERIALIZER),
         repartition=repartition,
         require_rows=operation != "update",

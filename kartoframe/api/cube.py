@@ -10,11 +10,12 @@ multi-dataset write is in progress. Maintenance (delete, copy, cleanup, stats) l
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import pandas as pd
+import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
 from kartoframe.api.read import DatasetMetadata
@@ -472,6 +473,29 @@ class FrameWrite(NamedTuple):
             app_version=self.app_version,
             commit_info=self.commit_info,
         )
+
+    def schema_inputs(
+        self,
+        cube: Cube,
+        columns: Callable[[Any], Iterable[str]],
+        schema: Callable[[str, Any], pa.Schema],
+    ) -> dict[str, InputData | None]:
+        """Check the columns of lazy frames (dask, Spark) and describe them by schema.
+
+        ``columns(frame)`` names a frame's columns, ``schema(dataset_id, frame)`` gives its
+        Arrow schema; the rows are checked later, where the engine writes them.
+        """
+        inputs: dict[str, InputData | None] = {}
+        for ds_id in sorted(self.frames):
+            frame = self.frames[ds_id]
+            if frame is None:
+                inputs[ds_id] = None
+                continue
+            if ds_id in self.partition_on:
+                cols = [str(c) for c in columns(frame)]
+                check_frame_columns(ds_id, cols, cube, self.payload, self.partition_on[ds_id])
+            inputs[ds_id] = InputData(schema(ds_id, frame), None)
+        return inputs
 
     def handles(self, store: Store, cube: Cube) -> dict[str, DatasetMetadataResult]:
         """Handles of the datasets an earlier attempt already committed."""

@@ -27,9 +27,7 @@ from kartoframe.format.cube import Cube, str_tuple
 from kartoframe.format.header import DatasetHeader
 from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_write import (
-    InputData,
     Operation,
-    check_frame_columns,
     check_user_frame,
 )
 from kartoframe.storage.store import Store
@@ -122,22 +120,16 @@ def _write_dask(
     )
     if fw.complete:  # a retried step: every dataset already records the transaction
         return delayed(dict, pure=True)(fw.handles(st, cube))
-    frames, pon = fw.frames, fw.partition_on
-    inputs: dict[str, InputData | None] = {}
-    for ds_id in sorted(frames):
-        ddf = frames[ds_id]
-        if ddf is None:
-            inputs[ds_id] = None
-            continue
-        if ds_id in pon:
-            check_frame_columns(ds_id, [str(c) for c in ddf.columns], cube, fw.payload, pon[ds_id])
-        meta = frame_to_table(ddf._meta, what=f'the meta of dataset "{ds_id}"')
-        inputs[ds_id] = InputData(meta.schema, None)
+    inputs = fw.schema_inputs(
+        cube,
+        lambda ddf: ddf.columns,
+        lambda ds_id, ddf: frame_to_table(ddf._meta, what=f'the meta of dataset "{ds_id}"').schema,
+    )
     plan = fw.plan(cube, operation, inputs, overwrite=overwrite)
     graph = write_graph(
         st,
         plan,
-        frames,
+        fw.frames,
         serializer_arg(df_serializer or CUBE_SERIALIZER),
         shuffle=shuffle,
         num_buckets=num_buckets,
