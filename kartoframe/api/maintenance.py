@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
@@ -28,6 +29,7 @@ __all__ = [
     "build_dataset_indices",
     "delete_dataset",
     "garbage_collect_dataset",
+    "leftover_keys",
     "unreferenced_keys",
 ]
 
@@ -83,6 +85,10 @@ def garbage_collect_dataset(
     unreferenced files of any age (so never run it while a write is in progress) and
     leaves the transaction log alone.
 
+    A dataset without a header (a failed create whose own cleanup failed too) is
+    collected entirely: every file with a name kartoframe or plateau generates below
+    ``<uuid>/`` (see :func:`leftover_keys`), log included.
+
     Parameters
     ----------
     dataset_uuid
@@ -96,13 +102,50 @@ def garbage_collect_dataset(
     -------
     list of str
         The deleted keys.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        No header and no file a write of this dataset leaves.
     """
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
     hours = check_retention(retention_hours, force=True, what="garbage_collect_dataset")
+    if read_header(st, uuid) is None:
+        leftovers = leftover_keys(st, uuid)
+        if not leftovers:
+            raise DatasetNotFoundError(uuid, st.display_url)
+        st.delete_many(leftovers)
+        return leftovers
     garbage = unreferenced_keys(st, uuid, hours)
     st.delete_many(garbage)
     return garbage
+
+
+def _leftover_pattern(dataset_uuid: str) -> re.Pattern[str]:
+    u = re.escape(dataset_uuid)
+    return re.compile(
+        rf"{u}/(?:"
+        r"(?!_kartoframe/|indices/)[^/]+/(?:[^/]+/)*[0-9a-f]{32}\.parquet"  # data files
+        r"|(?!_kartoframe/|indices/)[^/]+/_common_metadata"
+        r"|indices/[^/]+/[^/]+\.by-dataset-index\.parquet"
+        r"|_kartoframe/stats/[^/]+\.statistics\.pq"
+        r"|_kartoframe/log/[0-9]{20}(?:\.checkpoint)?\.json"
+        r")"
+    )
+
+
+def leftover_keys(store: Store, dataset_uuid: str) -> list[str]:
+    """Files a write of ``dataset_uuid`` left behind when the dataset has no header.
+
+    A create that failed, and whose own cleanup failed too, leaves data, index,
+    statistics and log files but no header. Only keys with the names kartoframe (and
+    plateau) generate are listed: data files named by a 32-digit hex uuid, index and
+    statistics files, ``_common_metadata`` and log entries. Anything else under the
+    prefix (a folder of other files that happens to share the name) is never touched.
+    """
+    pattern = _leftover_pattern(dataset_uuid)
+    return sorted(k for k in store.iter_keys(f"{dataset_uuid}/") if pattern.fullmatch(k))
 
 
 def delete_dataset(dataset_uuid: str, store: StoreInput) -> None:

@@ -269,8 +269,6 @@ def metadata_from_dict(
     )
 
 
-
-
 def _fast_partitions(
     raw_parts: dict[Any, Any], dataset_uuid: str
 ) -> tuple[dict[str, str], set[str]] | None:

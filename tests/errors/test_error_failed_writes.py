@@ -205,12 +205,6 @@ def test_failed_create_leaves_no_dataset(make_faulty: Callable[..., Any]) -> Non
         kf.read_table("ds", base)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=kf.DatasetNotFoundError,
-    reason="garbage_collect_dataset needs a header: orphans of a failed *create* whose cleanup "
-    "also failed cannot be collected yet (api/maintenance.py)",
-)
 def test_orphans_of_a_failed_create_are_collectable(make_faulty: Callable[..., Any]) -> None:
     base = kf.Store(f"memory://kf-failed-create-{uuid.uuid4().hex}")
     store, ffs = make_faulty(base)
@@ -221,5 +215,39 @@ def test_orphans_of_a_failed_create_are_collectable(make_faulty: Callable[..., A
     orphans = list(base.iter_keys())
     assert orphans
     ffs.heal()
-    assert sorted(kf.garbage_collect_dataset("ds", store)) == orphans
+    assert sorted(kf.garbage_collect_dataset("ds", store)) == sorted(orphans)
     assert list(base.iter_keys()) == []
+    with pytest.raises(kf.DatasetNotFoundError):  # nothing left: not a dataset
+        kf.garbage_collect_dataset("ds", store)
+
+
+def test_headerless_gc_touches_only_the_files_writes_leave(tmp_path) -> None:
+    """A folder that shares a dataset's name but holds other files is never emptied."""
+    store = kf.Store(f"file://{tmp_path}/store")
+    foreign = {
+        "raw/notes.txt": b"keep",
+        "raw/table/data.parquet": b"keep",  # not a generated (32-hex) name
+        "raw/indices/readme.md": b"keep",
+        "raw/_kartoframe/other.json": b"keep",
+    }
+    for key, data in foreign.items():
+        store.put(key, data)
+    with pytest.raises(kf.DatasetNotFoundError):
+        kf.garbage_collect_dataset("raw", store)
+    leftover = {
+        "raw/table/p=1/" + "a" * 32 + ".parquet": b"x",
+        "raw/table/_common_metadata": b"x",
+        "raw/indices/v/2024-01-01T00%3A00%3A00.by-dataset-index.parquet": b"x",
+        "raw/_kartoframe/stats/2024.statistics.pq": b"x",
+        "raw/_kartoframe/log/" + "0" * 20 + ".json": b"x",
+    }
+    for key, data in leftover.items():
+        store.put(key, data)
+    assert kf.garbage_collect_dataset("raw", store) == sorted(leftover)
+    assert sorted(store.iter_keys()) == sorted(foreign)
+    # with a header, GC keeps its reference meaning (plateau's): anything the header does
+    # not reference below <uuid>/<table>/ and <uuid>/indices/ is garbage
+    kf.store_dataframes_as_dataset(store, "raw", [_frame(0)], partition_on=["p"])
+    deleted = kf.garbage_collect_dataset("raw", store, retention_hours=0)
+    assert sorted(deleted) == ["raw/indices/readme.md", "raw/table/data.parquet"]
+    assert {"raw/notes.txt", "raw/_kartoframe/other.json"} <= set(store.iter_keys())
