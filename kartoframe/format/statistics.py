@@ -165,6 +165,23 @@ def _base_type(t: pa.DataType) -> pa.DataType:
     return normalize_type(t.value_type if pa.types.is_dictionary(t) else t)
 
 
+def _widens_exactly(raw: pa.DataType, t: pa.DataType) -> bool:
+    """Whether statistics of a ``raw`` column, cast to ``t``, equal those of the column
+    cast to ``t`` (integer and float widening, large to plain strings and binaries).
+
+    Such columns are not cast: min, max, nulls and distinct values are computed on the
+    stored type and only the results are cast (a 5M-row write casts 200 scalars per
+    column instead of every value).
+    """
+    if pa.types.is_integer(raw) and pa.types.is_integer(t):
+        return True
+    if pa.types.is_float32(raw) and pa.types.is_float64(t):
+        return True
+    return (pa.types.is_large_string(raw) and pa.types.is_string(t)) or (
+        pa.types.is_large_binary(raw) and pa.types.is_binary(t)
+    )
+
+
 def _minmax_type(t: pa.DataType) -> bool:
     return bool(
         pa.types.is_boolean(t)
@@ -384,19 +401,12 @@ def _column_stats(
     nulls = col.null_count
     if pa.types.is_floating(t):
         nulls += int(pc.sum(pc.is_nan(col)).as_py() or 0)
-    lo = hi = None
-    if _minmax_type(t) and nulls < len(col):
-        mm = pc.min_max(col)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if isinstance(lo, float) and math.isnan(lo):
-            lo = hi = None
-        if pa.types.is_string(t) or pa.types.is_binary(t):
-            lo = _truncate_min(lo, STRING_STATS_MAX_BYTES)
-            hi = _truncate_max(hi, STRING_STATS_MAX_BYTES)
     values: list[Any] | None = None
     bloom: bytes | None = None
     if want_values or want_bloom:
         uniq = pc.unique(col).drop_null()
+        if uniq.type != t:
+            uniq = uniq.cast(t)
         if want_values:
             too_long = (pa.types.is_string(t) or pa.types.is_binary(t)) and len(uniq) > 0
             if too_long:
@@ -405,6 +415,23 @@ def _column_stats(
                 values = uniq.take(pc.sort_indices(uniq)).to_pylist()
         if want_bloom:
             bloom = build_bloom(bloom_hashes(uniq))
+    lo = hi = None
+    if values is not None:
+        # the sorted distinct values hold min and max (value lists exist for integers,
+        # strings, binaries and dates: no NaN); a second pass over the column is saved
+        if values:
+            lo, hi = values[0], values[-1]
+    elif _minmax_type(t) and nulls < len(col):
+        mm = pc.min_max(col)
+        lo_s, hi_s = mm["min"], mm["max"]
+        if lo_s.type != t:  # computed on the narrower stored type (see _widens_exactly)
+            lo_s, hi_s = lo_s.cast(t), hi_s.cast(t)
+        lo, hi = lo_s.as_py(), hi_s.as_py()
+        if isinstance(lo, float) and math.isnan(lo):
+            lo = hi = None
+        if pa.types.is_string(t) or pa.types.is_binary(t):
+            lo = _truncate_min(lo, STRING_STATS_MAX_BYTES)
+            hi = _truncate_max(hi, STRING_STATS_MAX_BYTES)
     return lo, hi, nulls, values, bloom
 
 
@@ -413,7 +440,7 @@ def _low_cardinality(cols: Sequence[pa.ChunkedArray], t: pa.DataType) -> bool:
 
     A prefix of the rows is checked first, so high-cardinality columns cost little.
     """
-    whole = pa.chunked_array([ch for c in cols for ch in c.chunks], type=t)
+    whole = pa.chunked_array([ch for c in cols for ch in c.chunks], type=cols[0].type)
     if len(whole) > 4 * _SAMPLE_ROWS:
         head = whole.slice(0, _SAMPLE_ROWS)
         if pc.count_distinct(head).as_py() > VALUE_LIST_MAX:
@@ -456,7 +483,7 @@ def compute_statistics(
         if not _has_stats(t) or name.startswith("__index_level_"):
             continue
         cols = [tb.column(name) for tb in tables]
-        if raw_type != t:
+        if raw_type != t and not _widens_exactly(raw_type, t):
             cols = [c.cast(t) for c in cols]
         want_values = _value_list_type(t) and _low_cardinality(cols, t)
         want_bloom = name in blooms and bloom_type_supported(t)

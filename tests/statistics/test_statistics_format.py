@@ -210,3 +210,25 @@ def test_merge_keeps_only_listed_partitions_with_the_same_key() -> None:
     )
     got = [(r["label"], r["min"]["x"]) for r in merged.to_pylist()]
     assert got == [("d", 10), ("b", 11), ("a", 0)]  # header order, new rows win, c stale
+
+
+@pytest.mark.parametrize(
+    "arrow_type",
+    [pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint32(), pa.float32(), pa.large_string()],
+)
+def test_narrow_types_give_the_statistics_of_their_widened_columns(arrow_type) -> None:
+    """Statistics are computed on the stored (narrow) type and only the results are cast."""
+    if pa.types.is_large_string(arrow_type):
+        values = [["b", None, "a"], ["zz", "y" * 300], [None]]
+    elif pa.types.is_floating(arrow_type):
+        values = [[1.5, None, float("nan")], [-2.25, 7.0], [None]]
+    else:
+        values = [[3, None, 1], [100, 7], [None]]
+    narrow = [pa.table({"c": pa.array(v, arrow_type)}) for v in values]
+    wide_type = fs._base_type(arrow_type)
+    assert wide_type != arrow_type
+    wide = [t.cast(pa.schema([("c", wide_type)])) for t in narrow]
+    got = fs.compute_statistics(narrow, bloom_filter_columns=["c"])
+    want = fs.compute_statistics(wide, bloom_filter_columns=["c"])
+    assert got.schema == want.schema
+    assert got.to_pylist() == want.to_pylist()
