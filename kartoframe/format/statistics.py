@@ -177,8 +177,9 @@ def _widens_exactly(raw: pa.DataType, t: pa.DataType) -> bool:
         return True
     if pa.types.is_float32(raw) and pa.types.is_float64(t):
         return True
-    return (pa.types.is_large_string(raw) and pa.types.is_string(t)) or (
-        pa.types.is_large_binary(raw) and pa.types.is_binary(t)
+    return bool(
+        (pa.types.is_large_string(raw) and pa.types.is_string(t))
+        or (pa.types.is_large_binary(raw) and pa.types.is_binary(t))
     )
 
 
