@@ -25,10 +25,12 @@ import pyarrow as pa
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_write, delete_files
 from kartoframe.format import naming
 from kartoframe.format.cube import CUBE_TABLE, Cube
+from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, encode_header
 from kartoframe.format.schema import compatible_merge, normalize_schema
 from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite, prepare_frame
-from kartoframe.storage.commit import restore
+from kartoframe.storage.commit import committed_version, restore
+from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import statistics_ref
 from kartoframe.storage.store import Store
 
@@ -148,6 +150,11 @@ def commit_all(
     ------
     Exception
         The first chunk failure, or the commit error; the store is then as before.
+    HeaderPublishError
+        A dataset's version stands although its header could not be written (see
+        :class:`kartoframe.storage.commit.HeaderPublishError`): that dataset is
+        committed, so the remaining datasets are committed too and nothing is undone;
+        the error is raised once all are.
     """
     failures = [c for cs in chunks.values() for c in cs if isinstance(c, ChunkFailure)]
     good: dict[str, list[ChunkResult]] = {
@@ -158,6 +165,8 @@ def commit_all(
         raise failures[0].error
     done: list[_Committed] = []
     out: dict[str, DatasetHeader] = {}
+    standing: BaseException | None = None
+    stood: set[str] = set()
     try:
         for w in plan.writes:
             before = w.base if w.base is not None else w.replaces
@@ -166,25 +175,20 @@ def commit_all(
                 if before is not None
                 else None
             )
-            header = commit_write(
-                store,
-                w.uuid,
-                good.get(w.dataset_id, []),
-                base=w.base,
-                partition_on=w.partition_on,
-                secondary_indices=w.index_columns if w.base is None else (),
-                remove_labels=w.remove_labels,
-                metadata=w.metadata,
-                storage_format="json",
-                table_name=CUBE_TABLE,
-                expect_absent=before is None,
-                empty_schema=w.schema,
-                schema_evolution=plan.schema_evolution,
-                app_id=plan.app_id,
-                app_version=plan.app_version,
-                commit_info=plan.commit_info,
-                operation_parameters={"cube_operation": plan.operation},
-            )
+            try:
+                header = _commit_dataset(store, plan, w, good.get(w.dataset_id, []), before)
+            except BaseException as e:
+                if committed_version(e) is None:
+                    raise
+                # the version stands (its header could not be written, nor its revert
+                # recorded): the dataset is committed, so the others are committed too
+                standing = standing or e
+                stood.add(w.uuid)
+                state = current_state(store, w.uuid)
+                if state is None or state.header is None:
+                    raise
+                out[w.dataset_id] = state.header
+                continue
             old_index = set(before.metadata.indices.values()) if before is not None else set()
             old_stats = statistics_ref(before.metadata) if before is not None else None
             if old_stats is not None and old_stats.key is not None:
@@ -206,7 +210,7 @@ def commit_all(
             )
             out[w.dataset_id] = header
     except BaseException:
-        kept: set[str] = set()
+        kept: set[str] = set(stood)  # committed versions that stand keep their files
         for c in reversed(done):
             try:
                 restore(
@@ -229,4 +233,35 @@ def commit_all(
             _chunk_keys({k: v for k, v in good.items() if by_uuid.get(k) not in kept}),
         )
         raise
+    if standing is not None:
+        raise standing  # every dataset is committed; a header is not written yet
     return out
+
+
+def _commit_dataset(
+    store: Store,
+    plan: CubeWritePlan,
+    w: DatasetWrite,
+    chunks: Sequence[ChunkResult],
+    before: LoadedDataset | None,
+) -> DatasetHeader:
+    """Commit one dataset of the plan (one atomic commit of the transaction protocol)."""
+    return commit_write(
+        store,
+        w.uuid,
+        chunks,
+        base=w.base,
+        partition_on=w.partition_on,
+        secondary_indices=w.index_columns if w.base is None else (),
+        remove_labels=w.remove_labels,
+        metadata=w.metadata,
+        storage_format="json",
+        table_name=CUBE_TABLE,
+        expect_absent=before is None,
+        empty_schema=w.schema,
+        schema_evolution=plan.schema_evolution,
+        app_id=plan.app_id,
+        app_version=plan.app_version,
+        commit_info=plan.commit_info,
+        operation_parameters={"cube_operation": plan.operation},
+    )
