@@ -1,12 +1,17 @@
-"""Shared fixtures: stores (local folder, memory, S3-compatible server on 127.0.0.1)."""
+"""Shared fixtures: stores (local folder, memory, S3-compatible server on 127.0.0.1) and
+fault-injecting wrappers of them (``tests/storage/faultfs.py``)."""
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -78,3 +83,32 @@ def s3_store(s3_server) -> kf.Store:
         client_kwargs={"endpoint_url": s3_server},
         skip_instance_cache=True,
     )
+
+
+def load_faultfs() -> ModuleType:
+    """Import ``tests/storage/faultfs.py`` once, under a name no other module uses."""
+    name = "kf_test_faultfs"
+    if name not in sys.modules:
+        path = Path(__file__).parent / "storage" / "faultfs.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.fixture
+def make_faulty() -> Callable[..., tuple[kf.Store, Any]]:
+    """``make_faulty(store, retries=3)`` -> (store over a FaultyFileSystem, that filesystem).
+
+    The wrapper also counts every filesystem call (``ffs.calls``): the request counts.
+    """
+    faultfs = load_faultfs()
+
+    def _make(store: kf.Store, retries: int = 3) -> tuple[kf.Store, Any]:
+        ffs = faultfs.FaultyFileSystem(store.fs)
+        wrapped = kf.Store(store.url, retries=retries, filesystem=ffs, **store.storage_options)
+        return wrapped, ffs
+
+    return _make

@@ -11,7 +11,7 @@ from kartoframe.format import naming
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import kartoframe_section, with_kartoframe_section
 from kartoframe.progress import ProgressBar
-from kartoframe.storage.commit import commit
+from kartoframe.storage.lifecycle import commit
 from kartoframe.storage.resolve import load_dataset, read_header, statistics_ref
 from kartoframe.storage.store import Store
 

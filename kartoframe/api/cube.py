@@ -24,6 +24,11 @@ from kartoframe.errors import DatasetNotFoundError, InvalidInputError, InvalidTy
 from kartoframe.execution.cube_join import run_merged
 from kartoframe.execution.cube_write import commit_all, write_plan_files
 from kartoframe.execution.write import ParquetSerializer
+from kartoframe.format.commit_args import (
+    already_committed,
+    check_app_transaction,
+    check_commit_info,
+)
 from kartoframe.format.cube import (
     CUBE_COMPRESSION,
     SEPARATOR,
@@ -61,7 +66,6 @@ from kartoframe.plan.cube_write import (
     prepare_frame,
     prepare_partition_on,
 )
-from kartoframe.storage.commit import already_committed, check_app_transaction, check_commit_info
 from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import load_dataset, load_indices, load_statistics
 from kartoframe.storage.store import Store

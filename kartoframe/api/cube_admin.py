@@ -19,7 +19,7 @@ from kartoframe.format.cube import SEPARATOR, Cube, check_datasets, member_from_
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, kartoframe_section, with_kartoframe_section
 from kartoframe.format.statistics import STATISTICS_DIR
-from kartoframe.storage.commit import commit, delete_headers, delete_log, mark_deleted
+from kartoframe.storage.lifecycle import commit, delete_headers, delete_log, mark_deleted
 from kartoframe.storage.parquet import read_footer
 from kartoframe.storage.resolve import statistics_ref
 from kartoframe.storage.store import Store

@@ -8,7 +8,7 @@ from typing import Any
 
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError
-from kartoframe.format import naming
+from kartoframe.format import naming, txlog
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.statistics import STATISTICS_DIR
 from kartoframe.storage import log
@@ -71,7 +71,7 @@ class CommitRecord:
     reverted: bool = False
 
 
-def _record(entry: log.LogEntry, reverted: bool) -> CommitRecord:
+def _record(entry: txlog.LogEntry, reverted: bool) -> CommitRecord:
     return CommitRecord(
         version=entry.version,
         timestamp=dt.datetime.fromtimestamp(entry.timestamp / 1000, tz=dt.UTC),
@@ -237,8 +237,8 @@ def vacuum_dataset(
         if not kept.has_checkpoint and kept.oldest is not None and kept.oldest_state is not None:
             state = kept.oldest_state
             st.put_if_absent(
-                log.checkpoint_key(uuid, kept.oldest),
-                log.encode_checkpoint(
+                txlog.checkpoint_key(uuid, kept.oldest),
+                txlog.encode_checkpoint(
                     kept.oldest,
                     state.timestamp or 0,
                     state.header,

@@ -15,7 +15,7 @@ from kartoframe.format.index import check_indexable, index_value_pairs
 from kartoframe.format.statistics import STATISTICS_DIR
 from kartoframe.plan.scan import plan_scan
 from kartoframe.progress import track
-from kartoframe.storage.commit import delete_log, mark_deleted
+from kartoframe.storage.lifecycle import delete_log, mark_deleted
 from kartoframe.storage.resolve import dataset_exists, load_dataset, read_header, statistics_ref
 from kartoframe.storage.retention import (
     DEFAULT_RETENTION_HOURS,

@@ -33,6 +33,7 @@ from kartoframe.execution.write import (
     write_chunk,
 )
 from kartoframe.format import naming
+from kartoframe.format.commit_args import already_committed, check_app_transaction
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
@@ -46,7 +47,6 @@ from kartoframe.plan.predicates import bind
 from kartoframe.plan.pruning import prune
 from kartoframe.plan.scan import required_index_columns
 from kartoframe.plan.write import check_write_columns
-from kartoframe.storage.commit import already_committed, check_app_transaction
 from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import (
     dataset_exists,

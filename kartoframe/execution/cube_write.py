@@ -29,7 +29,8 @@ from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, encode_header
 from kartoframe.format.schema import compatible_merge, normalize_schema
 from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite, prepare_frame
-from kartoframe.storage.commit import committed_version, restore
+from kartoframe.storage.commit import committed_version
+from kartoframe.storage.lifecycle import restore
 from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import statistics_ref
 from kartoframe.storage.store import Store

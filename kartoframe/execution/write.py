@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from kartoframe.errors import CommitConflictError, CorruptMetadataError, InvalidInputError
 from kartoframe.format import naming
+from kartoframe.format.commit_args import check_app_transaction, check_commit_info
 from kartoframe.format.convert import frame_to_table, storage_table
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, kartoframe_section, with_kartoframe_section
@@ -51,8 +52,6 @@ from kartoframe.plan.write import check_write_columns, new_file_uuid, split_part
 from kartoframe.storage.commit import (
     Built,
     Intent,
-    check_app_transaction,
-    check_commit_info,
     commit_transaction,
     committed_version,
 )

@@ -29,6 +29,11 @@ that removes partitions conflicts with concurrent removals of the same partition
 concurrent additions its ``delete_scope`` covers; concurrent schema changes conflict; a
 create conflicts with a concurrent create; overwrites never conflict; metadata updates
 merge key by key. A conflict raises :class:`~kartoframe.errors.CommitConflictError`.
+
+The parent a commit builds on (adopting a header written by another program) is found by
+:mod:`kartoframe.storage.parents`; the operations built on this protocol (copies, deletes,
+undoing a cube write) are in :mod:`kartoframe.storage.lifecycle`. The on-disk format of
+the log is :mod:`kartoframe.format.txlog`.
 """
 
 from __future__ import annotations
@@ -42,22 +47,23 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
-import orjson
 import pyarrow as pa
 
 from kartoframe.errors import (
     CommitConflictError,
     InvalidInputError,
-    InvalidTypeError,
     KartoframeError,
     StorageError,
 )
-from kartoframe.format import naming
+from kartoframe.format import naming, txlog
+from kartoframe.format.commit_args import already_committed
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.header import DatasetHeader, decode_header, encode_header
+from kartoframe.format.header import DatasetHeader, encode_header
 from kartoframe.format.schema import schema_to_bytes
+from kartoframe.format.txlog import LogEntry
 from kartoframe.storage import log
-from kartoframe.storage.log import LogEntry, State
+from kartoframe.storage.log import State
+from kartoframe.storage.parents import Parent, parent_of_base, parent_of_state, writer_name
 from kartoframe.storage.resolve import loaded_from_state
 from kartoframe.storage.store import Store
 
@@ -68,15 +74,12 @@ __all__ = [
     "CommitResult",
     "HeaderPublishError",
     "Intent",
-    "already_committed",
-    "check_app_transaction",
-    "commit",
-    "committed_version",
+    "check_atomic",
     "commit_transaction",
-    "delete_headers",
-    "mark_deleted",
-    "restore",
+    "committed_version",
+    "publish_current",
 ]
+
 
 _log = logging.getLogger("kartoframe.commit")
 
@@ -199,57 +202,14 @@ class CommitResult:
 
 
 # ------------------------------------------------------------------------------ helpers
-def _writer() -> str:
-    try:
-        from importlib.metadata import version
-
-        return f"kartoframe {version('kartoframe')}"
-    except Exception:  # pragma: no cover - not installed as a distribution
-        return "kartoframe"
-
-
-def check_app_transaction(app_id: object, app_version: object) -> tuple[str | None, int | None]:
-    """Validate ``app_id`` / ``app_version`` (both or neither).
+def check_atomic(store: Store) -> None:
+    """Refuse to commit to a store without an atomic put-if-absent (unless allowed).
 
     Raises
     ------
-    InvalidInputError, InvalidTypeError
+    StorageError
+        The store cannot create a file only if it is absent.
     """
-    if app_id is None and app_version is None:
-        return None, None
-    if app_id is None or app_version is None:
-        raise InvalidInputError("app_id and app_version must be given together.")
-    if not isinstance(app_id, str) or not app_id or len(app_id) > 1000:
-        raise InvalidTypeError("app_id must be a non-empty string (at most 1000 characters).")
-    if not isinstance(app_version, int) or isinstance(app_version, bool) or app_version < 0:
-        raise InvalidTypeError("app_version must be a non-negative integer.")
-    return app_id, app_version
-
-
-def check_commit_info(commit_info: object) -> dict[str, Any] | None:
-    """Validate a user ``commit_info`` (a JSON-serialisable dict with string keys)."""
-    if commit_info is None:
-        return None
-    if not isinstance(commit_info, Mapping) or not all(isinstance(k, str) for k in commit_info):
-        raise InvalidTypeError("commit_info must be a dict with string keys.")
-    try:
-        orjson.dumps(dict(commit_info))
-    except TypeError as e:
-        raise InvalidTypeError(f"commit_info must be JSON-serialisable: {e}") from e
-    return dict(commit_info)
-
-
-def already_committed(
-    header: DatasetHeader | None, app_id: str | None, version: int | None
-) -> bool:
-    """Whether ``header`` records ``app_id`` at ``version`` or later."""
-    if header is None or app_id is None or version is None:
-        return False
-    recorded = log.header_txn(header).get(app_id)
-    return recorded is not None and recorded >= version
-
-
-def _check_atomic(store: Store) -> None:
     if store.supports_conditional_put or os.environ.get(UNSAFE_COMMITS_ENV) == "1":
         return
     raise StorageError(
@@ -267,131 +227,17 @@ def _schema_key(header: DatasetHeader) -> str:
     return naming.common_metadata_key(header.uuid, header.table_name)
 
 
-# ------------------------------------------------------------------------------ parents
-@dataclasses.dataclass(slots=True)
-class _Parent:
-    """The version a commit builds on."""
-
-    version: int  # -1: nothing yet
-    header: DatasetHeader | None
-    raw: bytes | None  # stored bytes of that version's header (or its encoding)
-    timestamp: int
-    txn: dict[str, int]
-    foreign_sha: str | None = None  # the stored header is this foreign header
-    pending: LogEntry | None = None  # external entry to create first
-    log_schema: bytes | None = None  # schema bytes of this version from the log
-    schema_known: bool = False  # log_schema is authoritative (None: the stored file is)
-
-
-def _adopt(store: Store, uuid: str, header: DatasetHeader, raw: bytes, *, roll: bool) -> _Parent:
-    """The parent for a header written by another program (plateau, kartothek).
-
-    If the log already recorded this very header (an ``external`` entry with its digest),
-    the parent is that version — or, with ``roll``, the newest version built on it (a
-    committer that stopped before writing its header). Otherwise the header becomes a
-    new ``external`` entry, created before the commit's own.
-    """
-    sha = log.bytes_digest(raw)
-    versions, _ = log.list_log(store, uuid)
-    for v in reversed(versions[-4:]):
-        entry = log.read_entry(store, uuid, v)
-        if entry is not None and entry.external and entry.foreign_sha256 == sha:
-            at = versions[-1] if roll else v
-            state = log.state_at(store, uuid, at)
-            return _Parent(
-                at,
-                state.header,
-                state.header_bytes,
-                state.timestamp or entry.timestamp,
-                log.header_txn(state.header) if state.header else {},
-                foreign_sha=sha,
-                log_schema=state.schema,
-                schema_known=True,
-            )
-    latest = versions[-1] if versions else -1
-    previous = log.state_at(store, uuid, latest) if versions else None
-    prev_header = previous.header if previous is not None else None
-    txn = log.header_txn(prev_header) if prev_header is not None else {}
-    prev_ts = previous.timestamp if previous is not None and previous.timestamp else 0
-    ts = max(log.now_ms(), prev_ts + 1)
-    stamped = log.stamp_header(header, latest + 1, ts, txn)
-    schema = store.get_or_none(_schema_key(header))
-    entry = log.make_entry(
-        version=latest + 1,
-        timestamp=ts,
-        operation="EXTERNAL",
-        parameters={"note": "header written by another program, recorded as found"},
-        writer=_writer(),
-        commit_info=None,
-        app_id=None,
-        app_version=None,
-        previous=prev_header,
-        header=stamped,
-        schema=schema,
-        force_reset=True,
-        external=True,
-        foreign_sha256=sha,
-    )
-    return _Parent(
-        latest + 1,
-        stamped,
-        raw,
-        ts,
-        txn,
-        foreign_sha=sha,
-        pending=entry,
-        log_schema=schema,
-        schema_known=True,
-    )
-
-
-def _parent_of_state(store: Store, uuid: str, state: State | None) -> _Parent:
-    if state is None or state.header is None:
-        latest, ts = _latest_version(store, uuid)
-        return _Parent(latest, None, None, ts, {})
-    if state.version is None:
-        assert state.header_bytes is not None
-        return _adopt(store, uuid, state.header, state.header_bytes, roll=True)
-    return _Parent(
-        state.version,
-        state.header,
-        state.header_bytes,
-        state.timestamp or 0,
-        log.header_txn(state.header),
-        log_schema=state.schema,
-        schema_known=True,
-    )
-
-
-def _latest_version(store: Store, uuid: str) -> tuple[int, int]:
-    """The newest log version (-1 if none) and its timestamp (0 if none)."""
-    versions, _ = log.list_log(store, uuid)
-    if not versions:
-        return -1, 0
-    entry = log.read_entry(store, uuid, versions[-1])
-    return versions[-1], entry.timestamp if entry is not None else 0
-
-
-def _parent_of_base(store: Store, base: LoadedDataset) -> _Parent:
-    md = base.metadata
-    hlog = log.header_log(md)
-    if hlog is None:
-        raw = base.header_bytes if base.header_bytes is not None else encode_header(md)
-        return _adopt(store, md.uuid, md, raw, roll=False)
-    return _Parent(hlog.version, md, base.header_bytes, hlog.timestamp, log.header_txn(md))
-
-
 # ------------------------------------------------------------------------------ checks
-def _stored_moved(store: Store, uuid: str, parent: _Parent) -> tuple[bool, int | None]:
+def _stored_moved(store: Store, uuid: str, parent: Parent) -> tuple[bool, int | None]:
     """Re-read the stored header: (moved past the parent?, its log version)."""
     prefer = parent.header.storage_format if parent.header is not None else "json"
     found = log.read_stored_header(store, uuid, prefer)
     if found is None:
         return parent.header is not None, None
     header, raw = found
-    hlog = log.header_log(header)
+    hlog = txlog.header_log(header)
     if hlog is None:
-        return parent.foreign_sha != log.bytes_digest(raw), None
+        return parent.foreign_sha != txlog.bytes_digest(raw), None
     if parent.header is None and parent.pending is None:
         # a header appeared; fine only if its version is an old one (a deleted state)
         return hlog.version > parent.version or parent.version < 0, hlog.version
@@ -481,14 +327,14 @@ def commit_transaction(
     StorageError
         The store failed; the dataset is unchanged.
     """
-    _check_atomic(store)
+    check_atomic(store)
     naming.validate_uuid(dataset_uuid)
     if intent.mode == "update":
         if base is None:
             raise InvalidInputError("An update commit needs a base version.")
-        parent = _parent_of_base(store, base)
+        parent = parent_of_base(store, base)
     else:
-        parent = _parent_of_state(store, dataset_uuid, log.current_state(store, dataset_uuid))
+        parent = parent_of_state(store, dataset_uuid, log.current_state(store, dataset_uuid))
         if intent.mode == "create" and parent.header is not None:
             raise CommitConflictError(
                 f"Dataset {dataset_uuid!r} was created by another writer during this write."
@@ -496,7 +342,7 @@ def commit_transaction(
     builder_base = base if intent.mode == "update" else None
     built: Built | None = None
     changes_schema: bool | None = None
-    writer = _writer()
+    writer = writer_name()
     attempt = 0
     while True:
         attempt += 1
@@ -535,8 +381,8 @@ def commit_transaction(
                 changes_schema = built.schema_bytes is not None and intent.mode == "update"
         if parent.pending is not None:
             if not store.put_if_absent(
-                log.entry_key(dataset_uuid, parent.pending.version),
-                log.encode_entry(parent.pending),
+                txlog.entry_key(dataset_uuid, parent.pending.version),
+                txlog.encode_entry(parent.pending),
             ):
                 parent, builder_base, built = _rebase(
                     store, dataset_uuid, parent, builder_base, built, intent, bool(changes_schema)
@@ -544,13 +390,13 @@ def commit_transaction(
                 continue
             parent.pending = None
         version = parent.version + 1
-        ts = max(log.now_ms(), parent.timestamp + 1)
+        ts = max(txlog.now_ms(), parent.timestamp + 1)
         txn = dict(parent.txn)
         if intent.app_id is not None and intent.app_version is not None:
             txn[intent.app_id] = intent.app_version
-        header = log.stamp_header(built.header, version, ts, txn)
+        header = txlog.stamp_header(built.header, version, ts, txn)
         schema_bytes = built.schema_bytes
-        entry = log.make_entry(
+        entry = txlog.make_entry(
             version=version,
             timestamp=ts,
             operation=intent.operation,
@@ -565,9 +411,9 @@ def commit_transaction(
         )
         if entry.reset and entry.schema is None:
             entry = dataclasses.replace(entry, schema=_state_schema(store, built))
-        data = log.encode_entry(entry)
+        data = txlog.encode_entry(entry)
         moved, stored_version = _stored_moved(store, dataset_uuid, parent)
-        if moved or not _claim(store, log.entry_key(dataset_uuid, version), data, version):
+        if moved or not _claim(store, txlog.entry_key(dataset_uuid, version), data, version):
             parent, builder_base, built = _rebase(
                 store, dataset_uuid, parent, builder_base, built, intent, bool(changes_schema)
             )
@@ -626,7 +472,7 @@ def _after_claim(
     version: int,
     ts: int,
     entry: LogEntry,
-    parent: _Parent,
+    parent: Parent,
     builder_base: LoadedDataset | None,
     built: Built,
     schema_bytes: bytes | None,
@@ -650,12 +496,12 @@ def _after_claim(
         schema_bytes if schema_bytes is not None else lag_schema,
     )
     _settle(store, dataset_uuid, version)
-    if version % log.CHECKPOINT_INTERVAL == 0:
+    if version % txlog.CHECKPOINT_INTERVAL == 0:
         with contextlib.suppress(Exception):
             cp_schema = entry.schema or _state_schema(store, built)
             store.put_if_absent(
-                log.checkpoint_key(dataset_uuid, version),
-                log.encode_checkpoint(version, ts, header, cp_schema),
+                txlog.checkpoint_key(dataset_uuid, version),
+                txlog.encode_checkpoint(version, ts, header, cp_schema),
             )
 
 
@@ -668,7 +514,7 @@ def _state_schema(store: Store, built: Built) -> bytes | None:
     return store.get_or_none(_schema_key(built.header))
 
 
-def _lag_schema(store: Store, uuid: str, stored: int, parent: _Parent) -> bytes | None:
+def _lag_schema(store: Store, uuid: str, stored: int, parent: Parent) -> bytes | None:
     """Newest schema of the entries between the stored header and the parent."""
     schema = None
     for v in range(stored + 1, parent.version + 1):
@@ -687,14 +533,14 @@ def _discard(store: Store, built: Built) -> None:
 def _rebase(
     store: Store,
     uuid: str,
-    parent: _Parent,
+    parent: Parent,
     builder_base: LoadedDataset | None,
     built: Built,
     intent: Intent,
     changes_schema: bool,
-) -> tuple[_Parent, LoadedDataset | None, Built | None]:
+) -> tuple[Parent, LoadedDataset | None, Built | None]:
     """Load the newest version, check for conflicts, prepare the next attempt."""
-    new_parent = _parent_of_state(store, uuid, log.current_state(store, uuid))
+    new_parent = parent_of_state(store, uuid, log.current_state(store, uuid))
     new_loaded = None
     if new_parent.header is not None:
         shown = State(
@@ -721,7 +567,7 @@ def _publish_or_revert(
     header: DatasetHeader,
     version: int,
     entry: LogEntry,
-    parent: _Parent,
+    parent: Parent,
     builder_base: LoadedDataset | None,
     schema_bytes: bytes | None,
 ) -> None:
@@ -754,7 +600,7 @@ def _undo(
     header: DatasetHeader,
     version: int,
     entry: LogEntry,
-    parent: _Parent,
+    parent: Parent,
     builder_base: LoadedDataset | None,
     old_schema: bytes | None,
     schema_written: bool,
@@ -780,7 +626,7 @@ def _undo(
     if parent.header is None:
         # a create: no reader or writer builds on a version without a header
         with contextlib.suppress(Exception):
-            store.delete(log.entry_key(uuid, version))
+            store.delete(txlog.entry_key(uuid, version))
         _restore_schema()
         return
     try:
@@ -790,7 +636,7 @@ def _undo(
             previous_schema = schema_to_bytes(builder_base.schema)
         else:
             previous_schema = parent.log_schema or store.get_or_none(schema_key)
-        revert = log.make_entry(
+        revert = txlog.make_entry(
             version=version + 1,
             timestamp=entry.timestamp + 1,
             operation="REVERT",
@@ -800,12 +646,12 @@ def _undo(
             app_id=None,
             app_version=None,
             previous=header,
-            header=log.stamp_header(parent.header, version + 1, entry.timestamp + 1, parent.txn),
+            header=txlog.stamp_header(parent.header, version + 1, entry.timestamp + 1, parent.txn),
             schema=previous_schema,
             force_reset=True,
             reverts=version,
         )
-        won = store.put_if_absent(log.entry_key(uuid, version + 1), log.encode_entry(revert))
+        won = store.put_if_absent(txlog.entry_key(uuid, version + 1), txlog.encode_entry(revert))
     except Exception as e:
         err = HeaderPublishError(
             f"Version {version} of dataset {uuid!r} is committed in the transaction log, but "
@@ -863,159 +709,3 @@ def publish_current(store: Store, uuid: str) -> State | None:
         assert state.header_bytes is not None
         store.put(naming.header_key(uuid, state.header.storage_format), state.header_bytes)
     return state
-
-
-# ------------------------------------------------------------------------------ wrappers
-def commit(
-    store: Store,
-    new: DatasetHeader,
-    *,
-    base_header: bytes | None,
-    expect_absent: bool,
-    schema_bytes: bytes | None = None,
-    operation: str = "COPY",
-) -> bytes:
-    """Publish a complete header built without a base (a copy): create or overwrite.
-
-    Returns the bytes of the published header.
-    """
-    del base_header  # kept for callers; a header without a base is an overwrite
-    result = commit_transaction(
-        store,
-        new.uuid,
-        lambda _: Built(new, None, schema_bytes),
-        base=None,
-        intent=Intent("create" if expect_absent else "overwrite", operation),
-    )
-    assert result.header is not None
-    return encode_header(result.header)
-
-
-def delete_headers(store: Store, dataset_uuid: str) -> None:
-    """Delete the header in whichever format(s) it exists."""
-    for fmt in ("json", "msgpack"):
-        store.delete(naming.header_key(dataset_uuid, fmt))  # type: ignore[arg-type]
-
-
-def mark_deleted(store: Store, dataset_uuid: str, *, operation: str = "DELETE") -> int | None:
-    """Commit "the dataset is deleted" and remove its header; return that version.
-
-    Writers that started before the deletion lose the race for the next version and see
-    the dataset gone. The caller removes the files, then :func:`delete_log`.
-    """
-    _check_atomic(store)
-    for attempt in range(DEFAULT_MAX_ATTEMPTS):
-        if attempt:
-            time.sleep(random.uniform(0, 0.01 * attempt))
-        state = log.current_state(store, dataset_uuid)
-        if state is None or state.header is None:
-            delete_headers(store, dataset_uuid)
-            return None
-        if state.version is None:
-            latest, prev_ts = _latest_version(store, dataset_uuid)
-        else:
-            latest, prev_ts = state.version, state.timestamp or 0
-        ts = max(log.now_ms(), prev_ts + 1)
-        entry = log.make_entry(
-            version=latest + 1,
-            timestamp=ts,
-            operation=operation,
-            parameters={},
-            writer=_writer(),
-            commit_info=None,
-            app_id=None,
-            app_version=None,
-            previous=state.header,
-            header=None,
-            schema=None,
-        )
-        if store.put_if_absent(log.entry_key(dataset_uuid, latest + 1), log.encode_entry(entry)):
-            delete_headers(store, dataset_uuid)
-            return latest + 1
-    raise CommitConflictError(f"Could not delete dataset {dataset_uuid!r}: too many writers.")
-
-
-def delete_log(store: Store, dataset_uuid: str) -> list[str]:
-    """Delete every log file of a dataset, oldest first (the newest entry last)."""
-    entries, checkpoints = log.list_log(store, dataset_uuid)
-    keys = [log.checkpoint_key(dataset_uuid, v) for v in checkpoints]
-    keys += [log.entry_key(dataset_uuid, v) for v in entries]
-    for key in keys:
-        store.delete(key)
-    return keys
-
-
-def restore(
-    store: Store,
-    dataset_uuid: str,
-    *,
-    written: bytes,
-    written_format: naming.MetadataFormat,
-    previous: bytes | None,
-    previous_format: naming.MetadataFormat | None,
-    table: str,
-    previous_schema: bytes | None,
-) -> None:
-    """Undo a commit: a revert entry, then the previous header and schema are put back.
-
-    Used by multi-dataset writes (cubes) to compensate commits of datasets written before
-    a later one failed. For a dataset that did not exist before, the dataset is deleted
-    again (header, schema and its log).
-
-    Raises
-    ------
-    CommitConflictError
-        Another writer committed after the commit to undo; nothing is changed then.
-    """
-    done = decode_header(written, dataset_uuid, written_format)
-    hlog = log.header_log(done)
-    if hlog is None:
-        raise CommitConflictError(f"Cannot undo a commit of {dataset_uuid!r}: no log version.")
-    state = log.current_state(store, dataset_uuid)
-    if state is None or state.version != hlog.version:
-        raise CommitConflictError(
-            f"Cannot undo the commit of dataset {dataset_uuid!r}: it was changed by another "
-            "commit meanwhile."
-        )
-    version = hlog.version
-    target = (
-        decode_header(previous, dataset_uuid, previous_format or written_format)
-        if previous is not None
-        else None
-    )
-    ts = max(log.now_ms(), hlog.timestamp + 1)
-    txn = log.header_txn(target) if target is not None else {}
-    schema_key = naming.common_metadata_key(dataset_uuid, table)
-    if target is not None and previous_schema is None:
-        previous_schema = store.get_or_none(schema_key)
-    entry = log.make_entry(
-        version=version + 1,
-        timestamp=ts,
-        operation="REVERT",
-        parameters={"reverts": version, "reason": "a later commit of the same write failed"},
-        writer=_writer(),
-        commit_info=None,
-        app_id=None,
-        app_version=None,
-        previous=done,
-        header=log.stamp_header(target, version + 1, ts, txn) if target is not None else None,
-        schema=previous_schema if target is not None else None,
-        force_reset=True,
-        reverts=version,
-    )
-    if not store.put_if_absent(log.entry_key(dataset_uuid, version + 1), log.encode_entry(entry)):
-        raise CommitConflictError(
-            f"Cannot undo the commit of dataset {dataset_uuid!r}: another writer committed "
-            "meanwhile."
-        )
-    if previous is None:
-        delete_headers(store, dataset_uuid)
-        store.delete(schema_key)
-        delete_log(store, dataset_uuid)
-        return
-    if previous_schema is not None:
-        store.put(schema_key, previous_schema)
-    fmt = previous_format or written_format
-    store.put(naming.header_key(dataset_uuid, fmt), previous)
-    if fmt != written_format:
-        store.delete(naming.header_key(dataset_uuid, written_format))

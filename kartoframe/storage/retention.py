@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError
-from kartoframe.format import naming
+from kartoframe.format import naming, txlog
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.statistics import STATISTICS_DIR
+from kartoframe.format.txlog import LogEntry
 from kartoframe.storage import log
-from kartoframe.storage.log import LogEntry, State
+from kartoframe.storage.log import State
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -105,12 +106,12 @@ def retained_versions(
     DatasetNotFoundError
         The dataset does not exist.
     """
-    now = log.now_ms() if now_ms is None else now_ms
+    now = txlog.now_ms() if now_ms is None else now_ms
     cutoff = now - int(retention_hours * 3_600_000)
     current = log.current_state(store, dataset_uuid)
     if current is None or current.header is None:
         raise DatasetNotFoundError(dataset_uuid, store.display_url)
-    referenced = set(log.referenced_keys(current.header))
+    referenced = set(txlog.referenced_keys(current.header))
     versions, checkpoints = log.list_log(store, dataset_uuid)
     if not versions:
         return Retained(current, frozenset(referenced), None, None, False, (), cutoff)
@@ -140,7 +141,7 @@ def retained_versions(
             entry = entries.get(k) or log.read_entry(store, dataset_uuid, k)
             if entry is None:
                 break
-            header = log.apply_entry(header, entry, dataset_uuid)
+            header = txlog.apply_entry(header, entry, dataset_uuid)
         following = entries.get(k + 1)
         if following is None and k < top:
             following = log.read_entry(store, dataset_uuid, k + 1)
@@ -148,9 +149,9 @@ def retained_versions(
                 entries[k + 1] = following
         if k not in kept or (following is not None and following.reverts == k):
             continue  # outside the window, or never published
-        referenced |= log.referenced_keys(header)
-    expired = [log.checkpoint_key(dataset_uuid, c) for c in checkpoints if c < oldest]
-    expired += [log.entry_key(dataset_uuid, e) for e in versions if e < oldest]
+        referenced |= txlog.referenced_keys(header)
+    expired = [txlog.checkpoint_key(dataset_uuid, c) for c in checkpoints if c < oldest]
+    expired += [txlog.entry_key(dataset_uuid, e) for e in versions if e < oldest]
     oldest_entry = entries.get(oldest)
     has_checkpoint = oldest in checkpoints or (
         oldest_entry is not None and (oldest_entry.reset or oldest_entry.deleted)

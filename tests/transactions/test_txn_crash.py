@@ -29,7 +29,7 @@ import pytest
 from txn_helpers import Workers, store_spec
 
 import kartoframe as kf
-from kartoframe.format import naming
+from kartoframe.format import naming, txlog
 from kartoframe.storage import log
 
 ROUNDS = 8
@@ -144,11 +144,11 @@ def test_sigkill_at_random_points(tmp_path: Path, workers: Workers) -> None:
     state = log.current_state(store, "ds")
     assert state is not None and state.header is not None and state.version is not None
     assert state.file_version == state.version, "vacuum publishes a lagging header"
-    keep = log.referenced_keys(state.header) | {naming.header_key("ds", "json")}
+    keep = txlog.referenced_keys(state.header) | {naming.header_key("ds", "json")}
     entries, checkpoints = log.list_log(store, "ds")
     assert entries == [state.version] and checkpoints in ([state.version], [])
-    keep |= {log.entry_key("ds", v) for v in entries}
-    keep |= {log.checkpoint_key("ds", v) for v in checkpoints}
+    keep |= {txlog.entry_key("ds", v) for v in entries}
+    keep |= {txlog.checkpoint_key("ds", v) for v in checkpoints}
     assert set(store.iter_keys()) == keep
     assert not [p for p in root.rglob("*") if p.is_file() and ".tmp-" in p.name]
     assert _observed(kf.read_table("ds", store)) == _candidates(committed, None)[0][0]

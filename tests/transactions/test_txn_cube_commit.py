@@ -16,8 +16,7 @@ import pandas as pd
 import pytest
 
 import kartoframe as kf
-from kartoframe.format import naming
-from kartoframe.storage import log
+from kartoframe.format import naming, txlog
 from kartoframe.storage.commit import HeaderPublishError
 
 CUBE = kf.Cube(["x"], ["p"], uuid_prefix="cc")
@@ -42,7 +41,7 @@ def test_a_standing_seed_version_keeps_the_other_datasets(
     store, ffs = make_faulty(memory_store)
     seed_uuid = CUBE.ktk_dataset_uuid("seed")
     ffs.inject("pipe_file", exc=_denied, times=None, match=naming.header_key(seed_uuid, "json"))
-    ffs.inject("pipe_file", exc=_denied, times=None, match=log.entry_key(seed_uuid, 2))
+    ffs.inject("pipe_file", exc=_denied, times=None, match=txlog.entry_key(seed_uuid, 2))
     with pytest.raises(HeaderPublishError) as info:
         kf.append_to_cube({"seed": _seed([2, 3]), "enrich": _enrich([2, 3])}, CUBE, store)
     assert info.value.version == 1
@@ -64,7 +63,7 @@ def test_a_failing_seed_commit_still_undoes_the_others(
     kf.build_cube({"seed": _seed([0, 1]), "enrich": _enrich([0, 1])}, CUBE, memory_store)
     store, ffs = make_faulty(memory_store)
     seed_uuid = CUBE.ktk_dataset_uuid("seed")
-    ffs.inject("pipe_file", exc=_denied, times=None, match=log.entry_key(seed_uuid, 1))
+    ffs.inject("pipe_file", exc=_denied, times=None, match=txlog.entry_key(seed_uuid, 1))
     with pytest.raises(kf.StorageError):
         kf.append_to_cube({"seed": _seed([2, 3]), "enrich": _enrich([2, 3])}, CUBE, store)
     ffs.heal()

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kartoframe as kf
-from kartoframe.format import naming
+from kartoframe.format import naming, txlog
 from kartoframe.storage import log
 
 HEADER = naming.header_key("ds", "json")
@@ -42,7 +42,7 @@ def lagging(memory_store: kf.Store) -> kf.Store:
     return memory_store
 
 
-ENTRY2 = log.entry_key("ds", 2)
+ENTRY2 = txlog.entry_key("ds", 2)
 
 
 def _entry_doc(store: kf.Store) -> dict[str, Any]:
@@ -134,7 +134,7 @@ def test_header_marker_from_the_future_or_malformed(memory_store: kf.Store) -> N
 
 
 def test_entry_with_a_wrong_version_number(lagging: kf.Store) -> None:
-    lagging.put(ENTRY2, lagging.get(log.entry_key("ds", 1)))
+    lagging.put(ENTRY2, lagging.get(txlog.entry_key("ds", 1)))
     _read_fails(lagging, kf.CorruptMetadataError, "says it is version 1")
 
 
@@ -172,7 +172,7 @@ def test_entry_label_with_nul(lagging: kf.Store) -> None:
 
 
 def test_huge_entry_is_refused(lagging: kf.Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(log, "MAX_LOG_BYTES", 100)
+    monkeypatch.setattr(txlog, "MAX_LOG_BYTES", 100)
     _read_fails(lagging, kf.CorruptMetadataError, "over the 100-byte limit")
 
 
@@ -180,7 +180,7 @@ def test_corrupt_checkpoint(memory_store: kf.Store) -> None:
     kf.store_dataframes_as_dataset(memory_store, "ds", [frame(0)], partition_on=["p"])
     for i in range(1, 13):
         kf.update_dataset_from_dataframes([frame(i)], memory_store, "ds")
-    key = log.checkpoint_key("ds", 10)
+    key = txlog.checkpoint_key("ds", 10)
     good = memory_store.get(key)
     for bad in (b"", good[:-3], orjson.dumps({"kartoframe_checkpoint": 9})):
         memory_store.put(key, bad)
@@ -198,14 +198,14 @@ def test_corrupt_checkpoint(memory_store: kf.Store) -> None:
 # ------------------------------------------------------------------------------ fuzzing
 def _valid_entry() -> bytes:
     store = kf.Store("memory://kf-txn-fuzz-entry")
-    if not store.exists(log.entry_key("ds", 1)):
+    if not store.exists(txlog.entry_key("ds", 1)):
         kf.store_dataframes_as_dataset(
             store, "ds", [frame(0)], partition_on=["p"], secondary_indices=["k"]
         )
         kf.update_dataset_from_dataframes(
             [frame(1, 1)], store, "ds", delete_scope=[{"p": 0}], commit_info={"a": [1]}
         )
-    return store.get(log.entry_key("ds", 1))
+    return store.get(txlog.entry_key("ds", 1))
 
 
 JSON = st.recursive(
@@ -223,13 +223,13 @@ JSON = st.recursive(
 
 def _decode_and_apply(data: bytes) -> None:
     try:
-        entry = log.decode_entry(data, "ds", 1)
+        entry = txlog.decode_entry(data, "ds", 1)
     except kf.KartoframeError:
         return
     previous = kf.Store("memory://kf-txn-fuzz-entry")
     base = log.state_at(previous, "ds", 0).header
     try:
-        header = log.apply_entry(base, entry, "ds")
+        header = txlog.apply_entry(base, entry, "ds")
     except kf.KartoframeError:
         return
     # whatever passes must be a fully valid header of this dataset
@@ -269,7 +269,7 @@ def test_fuzz_mutated_entries(data: st.DataObject) -> None:
 )
 def test_fuzz_checkpoints(data: bytes) -> None:
     try:
-        cp = log.decode_checkpoint(data, "ds", 0)
+        cp = txlog.decode_checkpoint(data, "ds", 0)
     except kf.KartoframeError:
         return
     assert cp.version == 0
@@ -282,11 +282,11 @@ def test_fuzz_header_marker(value: Any) -> None:
 
     header = DatasetHeader("ds", {}, extra={"kartoframe": {"log": value, "txn": value}})
     try:
-        found = log.header_log(header)
+        found = txlog.header_log(header)
     except kf.KartoframeError:
         return
     assert found is None or (found.version >= 0 and found.timestamp >= 0)
-    assert all(isinstance(v, int) for v in log.header_txn(header).values())
+    assert all(isinstance(v, int) for v in txlog.header_txn(header).values())
 
 
 # ------------------------------------------------------------------------------ paths

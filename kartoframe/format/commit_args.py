@@ -1,0 +1,61 @@
+"""Checks of the commit arguments users pass (pure: no I/O).
+
+``app_id`` / ``app_version`` (an application transaction: a retried write is skipped if the
+dataset already records it) and ``commit_info`` (the user's dict recorded in the log), and
+the test whether a header already records an application transaction. Used by the write
+APIs before any file is written, and by :func:`kartoframe.storage.commit.commit_transaction`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from kartoframe.errors import InvalidInputError, InvalidTypeError
+from kartoframe.format.header import DatasetHeader
+from kartoframe.format.txlog import header_txn
+
+__all__ = ["already_committed", "check_app_transaction", "check_commit_info"]
+
+
+def check_app_transaction(app_id: object, app_version: object) -> tuple[str | None, int | None]:
+    """Validate ``app_id`` / ``app_version`` (both or neither).
+
+    Raises
+    ------
+    InvalidInputError, InvalidTypeError
+    """
+    if app_id is None and app_version is None:
+        return None, None
+    if app_id is None or app_version is None:
+        raise InvalidInputError("app_id and app_version must be given together.")
+    if not isinstance(app_id, str) or not app_id or len(app_id) > 1000:
+        raise InvalidTypeError("app_id must be a non-empty string (at most 1000 characters).")
+    if not isinstance(app_version, int) or isinstance(app_version, bool) or app_version < 0:
+        raise InvalidTypeError("app_version must be a non-negative integer.")
+    return app_id, app_version
+
+
+def check_commit_info(commit_info: object) -> dict[str, Any] | None:
+    """Validate a user ``commit_info`` (a JSON-serialisable dict with string keys)."""
+    if commit_info is None:
+        return None
+    if not isinstance(commit_info, Mapping) or not all(isinstance(k, str) for k in commit_info):
+        raise InvalidTypeError("commit_info must be a dict with string keys.")
+    try:
+        orjson.dumps(dict(commit_info))
+    except TypeError as e:
+        raise InvalidTypeError(f"commit_info must be JSON-serialisable: {e}") from e
+    return dict(commit_info)
+
+
+def already_committed(
+    header: DatasetHeader | None, app_id: str | None, version: int | None
+) -> bool:
+    """Whether ``header`` records ``app_id`` at ``version`` or later."""
+    if header is None or app_id is None or version is None:
+        return False
+    recorded = header_txn(header).get(app_id)
+    return recorded is not None and recorded >= version
