@@ -32,6 +32,13 @@ def reader(data: bytes | bytearray | memoryview) -> pa.BufferReader:
     return pa.BufferReader(arrow_owned(data))
 
 
-def read_parquet_bytes(data: bytes | bytearray | memoryview) -> pa.Table:
-    """Read a whole Parquet file held in memory (a metadata file: index, statistics)."""
-    return pq.ParquetFile(reader(data)).read()
+def read_parquet_bytes(
+    data: bytes | bytearray | memoryview, *, use_threads: bool = True
+) -> pa.Table:
+    """Read a whole Parquet file held in memory (a metadata file: index, statistics).
+
+    ``use_threads=False`` decodes on the calling thread: for a two-column index file the
+    thread pool brings nothing, and its first uses in a process (or after another
+    library's large scan) made a 1.4 MB index take 60-170 ms instead of 17 ms here.
+    """
+    return pq.ParquetFile(reader(data)).read(use_threads=use_threads)

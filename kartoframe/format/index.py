@@ -166,7 +166,7 @@ def index_from_bytes(data: bytes, column: str, origin: str = "") -> pa.Table:
 
 
 def _index_from_bytes(data: bytes, column: str, origin: str) -> pa.Table:
-    table = read_parquet_bytes(data)
+    table = read_parquet_bytes(data, use_threads=False)
     names = table.column_names
     if len(set(names)) != len(names):
         raise CorruptMetadataError(f"Index file {origin} has duplicate columns: {names}.")
