@@ -39,7 +39,6 @@ from kartoframe.api.write import (
     DatasetMetadataResult,
     MetadataArg,
     _already_committed,
-    _bloom_columns,
     _evolution_arg,
     _existing,
     _resolve_metadata,
@@ -59,8 +58,7 @@ from kartoframe.format.cube import Cube
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
     SchemaEvolution,
-    compatible_merge,
-    evolve_schema,
+    merge_into_stored,
     normalize_schema,
 )
 from kartoframe.plan.conditions import ConditionsArg
@@ -68,6 +66,7 @@ from kartoframe.plan.cube_write import (
     Operation,
 )
 from kartoframe.plan.write import check_write_columns
+from kartoframe.storage.resolve import bloom_columns_of
 from kartoframe.storage.store import Store
 
 #: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
@@ -198,22 +197,14 @@ def _precheck(
     schema, zones = _conformed_schema(sdf, base.schema if base is not None else None)
     check_write_columns(schema, partition_on, secondary_indices, what="the Spark DataFrame")
     norm = normalize_schema(schema, partition_on)
-    if base is not None and schema_evolution == "add_columns":
-        evolve_schema(
+    if base is not None:
+        merge_into_stored(
             base.schema,
             norm,
+            schema_evolution=schema_evolution,
             dataset_uuid=uuid,
             origin="the Spark DataFrame",
             partition_keys=partition_on,
-            required=base.schema.names,
-        )
-    elif base is not None:
-        compatible_merge(
-            base.schema,
-            norm,
-            dataset_uuid=uuid,
-            origin="the Spark DataFrame",
-            reference_origin="the stored schema",
         )
     return norm, zones
 
@@ -259,7 +250,7 @@ def _write_and_commit(
             sort_partitions_by=sort_partitions_by,
             timezones=zones,
             repartition=repartition,
-            bloom_filter_columns=_bloom_columns(base),
+            bloom_filter_columns=bloom_columns_of(base),
         )
         if not chunks and base is not None:
             # no rows: the DataFrame's schema still takes part (as an empty pandas frame's

@@ -12,20 +12,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
 from kartoframe.api.read import DatasetMetadata
-from kartoframe.api.write import DatasetMetadataResult, _evolution_arg
+from kartoframe.api.write import DatasetMetadataResult, _already_committed, _evolution_arg
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError, InvalidTypeError
 from kartoframe.execution.cube_join import run_merged
 from kartoframe.execution.cube_write import commit_all, write_plan_files
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.commit_args import (
-    already_committed,
     check_app_transaction,
     check_commit_info,
 )
@@ -66,7 +65,6 @@ from kartoframe.plan.cube_write import (
     prepare_frame,
     prepare_partition_on,
 )
-from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import load_dataset, load_indices, load_statistics
 from kartoframe.storage.store import Store
 
@@ -445,8 +443,6 @@ class FrameWrite(NamedTuple):
     frames: dict[str, Any]
     #: datasets that already record the application transaction (an earlier attempt)
     done: frozenset[str] = frozenset()
-    #: every dataset of the operation is done: a retried step, nothing to write
-    complete: bool = False
     schema_evolution: SchemaEvolution = "none"
     app_id: str | None = None
     app_version: int | None = None
@@ -500,6 +496,11 @@ class FrameWrite(NamedTuple):
                 check_frame_columns(ds_id, cols, cube, self.payload, self.partition_on[ds_id])
             inputs[ds_id] = InputData(schema(ds_id, frame), None)
         return inputs
+
+    @property
+    def complete(self) -> bool:
+        """Every dataset of the operation is done: a retried step, nothing to write."""
+        return bool(self.done) and not self.frames and not self.touched
 
     def handles(self, store: Store, cube: Cube) -> dict[str, DatasetMetadataResult]:
         """Handles of the datasets an earlier attempt already committed."""
@@ -588,7 +589,6 @@ def resolve_frame_operation(
                 payload=set(),
                 frames={},
                 done=done,
-                complete=True,
             )
     payload: set[str] = set()
     if operation == "build":
@@ -627,14 +627,10 @@ def _done(
     """The datasets among ``ids`` that already record the application transaction."""
     if app_id is None or not ids:
         return frozenset()
-
-    def _has(ds_id: str) -> bool:
-        state = current_state(st, cube.ktk_dataset_uuid(ds_id))
-        return already_committed(state.header if state else None, app_id, app_version)
-
     ordered = sorted(ids)
+    uuids = [cube.ktk_dataset_uuid(i) for i in ordered]
     with ThreadPoolExecutor(max_workers=min(8, len(ordered))) as pool:
-        flags = list(pool.map(_has, ordered))
+        flags = list(pool.map(lambda u: _already_committed(st, u, app_id, app_version), uuids))
     return frozenset(i for i, f in zip(ordered, flags) if f)
 
 
@@ -795,7 +791,7 @@ def append_to_cube(
     store: StoreInput,
     metadata: Mapping[str, Mapping[str, Any]] | None = None,
     df_serializer: ParquetSerializer | None = None,
-    schema_evolution: Literal["none", "add_columns"] = "none",
+    schema_evolution: SchemaEvolution = "none",
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,
@@ -836,7 +832,7 @@ def update_cube(
     ktk_cube_dataset_ids: Iterable[str] | None = None,
     metadata: Mapping[str, Mapping[str, Any]] | None = None,
     df_serializer: ParquetSerializer | None = None,
-    schema_evolution: Literal["none", "add_columns"] = "none",
+    schema_evolution: SchemaEvolution = "none",
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,

@@ -12,7 +12,7 @@ written by the graph are deleted.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
 from kartoframe.api.cube import (
@@ -25,6 +25,7 @@ from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.cube import Cube, str_tuple
 from kartoframe.format.header import DatasetHeader
+from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_write import (
     Operation,
@@ -239,7 +240,7 @@ def append_to_cube_from_dataframe(
     num_buckets: int = 1,
     bucket_by: Iterable[str] | None = None,
     df_serializer: ParquetSerializer | None = None,
-    schema_evolution: Literal["none", "add_columns"] = "none",
+    schema_evolution: SchemaEvolution = "none",
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,
@@ -276,7 +277,7 @@ def update_cube_from_dataframe(
     num_buckets: int = 1,
     bucket_by: Iterable[str] | None = None,
     df_serializer: ParquetSerializer | None = None,
-    schema_evolution: Literal["none", "add_columns"] = "none",
+    schema_evolution: SchemaEvolution = "none",
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,

@@ -23,7 +23,6 @@ from kartoframe.api._args import (
 from kartoframe.api.write import (
     DatasetMetadataResult,
     MetadataArg,
-    _bloom_columns,
     _evolution_arg,
     _resolve_metadata,
     delete_scope_labels,
@@ -40,6 +39,7 @@ from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.scan import ScanPlan, needs_statistics, plan_scan, required_index_columns
 from kartoframe.storage.resolve import (
+    bloom_columns_of,
     dataset_exists,
     load_dataset,
     load_indices,
@@ -270,12 +270,12 @@ def _prepare_ddf(
     repartition_ratio: float | None,
     base: LoadedDataset | None,
     uuid: str,
-    schema_evolution: str = "none",
+    schema_evolution: SchemaEvolution = "none",
 ) -> tuple[Any, tuple[str, ...]]:
     """Validate the frame's columns on its meta and apply repartitioning / shuffling."""
     from kartoframe.execution import dask_engine as de
     from kartoframe.format.convert import frame_to_table
-    from kartoframe.format.schema import normalize_schema
+    from kartoframe.format.schema import merge_into_stored, normalize_schema
     from kartoframe.plan.write import check_write_columns
 
     de.check_positive_int(num_buckets, "num_buckets")
@@ -287,13 +287,13 @@ def _prepare_ddf(
 
         raise ColumnNotFoundError(f"bucket_by columns not found in the DataFrame: {missing}.")
     if base is not None:
-        de.check_against_base(
+        merge_into_stored(
             base.schema,
             normalize_schema(meta_table.schema, partition_on),
-            uuid,
-            "the dask DataFrame's meta",
-            partition_on,
-            schema_evolution,
+            schema_evolution=schema_evolution,
+            dataset_uuid=uuid,
+            origin="the dask DataFrame's meta",
+            partition_keys=partition_on,
         )
     if repartition_ratio is not None:
         if not isinstance(repartition_ratio, int | float) or repartition_ratio <= 0:
@@ -613,7 +613,7 @@ def update_dataset_from_ddf(
         token=token,
         drop_columns=drop,
         schema_evolution=evolution,
-        bloom_filter_columns=_bloom_columns(base),
+        bloom_filter_columns=bloom_columns_of(base),
     )
     committer = de.Committer(
         store=st,

@@ -10,9 +10,9 @@ from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import ColumnNotFoundError, DatasetNotFoundError, InvalidInputError
 from kartoframe.execution.kernel import read_task_table
 from kartoframe.execution.write import ChunkResult, WrittenPartition, commit_write
-from kartoframe.format import naming
+from kartoframe.format import naming, txlog
 from kartoframe.format.index import check_indexable, index_value_pairs
-from kartoframe.format.statistics import STATISTICS_DIR
+from kartoframe.format.statistics import STATISTICS_DIR, STATISTICS_SUFFIX
 from kartoframe.plan.scan import plan_scan
 from kartoframe.progress import track
 from kartoframe.storage.lifecycle import delete_log, mark_deleted
@@ -123,14 +123,16 @@ def garbage_collect_dataset(
 
 
 def _leftover_pattern(dataset_uuid: str) -> re.Pattern[str]:
+    """Data, ``_common_metadata``, index and statistics files a write of the dataset makes."""
     u = re.escape(dataset_uuid)
+    reserved = "|".join(map(re.escape, sorted(naming.RESERVED_TABLE_NAMES)))
+    table = rf"(?!(?:{reserved})/|indices/)[^/]+"
     return re.compile(
         rf"{u}/(?:"
-        r"(?!_kartoframe/|indices/)[^/]+/(?:[^/]+/)*[0-9a-f]{32}\.parquet"  # data files
-        r"|(?!_kartoframe/|indices/)[^/]+/_common_metadata"
-        r"|indices/[^/]+/[^/]+\.by-dataset-index\.parquet"
-        r"|_kartoframe/stats/[^/]+\.statistics\.pq"
-        r"|_kartoframe/log/[0-9]{20}(?:\.checkpoint)?\.json"
+        rf"{table}/(?:[^/]+/)*[0-9a-f]{{32}}{re.escape(naming.PARQUET_SUFFIX)}"
+        rf"|{table}/{re.escape(naming.COMMON_METADATA)}"
+        rf"|indices/[^/]+/[^/]+{re.escape(naming.INDEX_SUFFIX)}"
+        rf"|{re.escape(STATISTICS_DIR)}/[^/]+{re.escape(STATISTICS_SUFFIX)}"
         r")"
     )
 
@@ -145,7 +147,13 @@ def leftover_keys(store: Store, dataset_uuid: str) -> list[str]:
     prefix (a folder of other files that happens to share the name) is never touched.
     """
     pattern = _leftover_pattern(dataset_uuid)
-    return sorted(k for k in store.iter_keys(f"{dataset_uuid}/") if pattern.fullmatch(k))
+    log = txlog.log_prefix(dataset_uuid)
+    return sorted(
+        k
+        for k in store.iter_keys(f"{dataset_uuid}/")
+        if pattern.fullmatch(k)
+        or (k.startswith(log) and txlog.parse_log_name(k[len(log) :]) is not None)
+    )
 
 
 def delete_dataset(dataset_uuid: str, store: StoreInput) -> None:

@@ -27,7 +27,12 @@ from kartoframe.format.statistics import (
 )
 from kartoframe.plan.pruning import partition_values_table
 from kartoframe.plan.scan import ReadTask, plan_scan
-from kartoframe.storage.resolve import load_dataset, load_statistics, statistics_ref
+from kartoframe.storage.resolve import (
+    bloom_columns_of,
+    load_dataset,
+    load_statistics,
+    statistics_ref,
+)
 from kartoframe.storage.store import Store
 
 __all__ = ["build_dataset_statistics", "dataset_statistics"]
@@ -42,10 +47,13 @@ _PANDAS_TYPES = {
 def _current(loaded: LoadedDataset) -> pa.Table:
     """The usable statistics rows of a loaded dataset, in header order."""
     md = loaded.metadata
-    ref = statistics_ref(md)
-    blooms = ref.bloom_filter_columns if ref is not None else ()
     return merge_statistics(
-        loaded.statistics, [], md.partitions, loaded.schema, md.partition_keys, blooms
+        loaded.statistics,
+        [],
+        md.partitions,
+        loaded.schema,
+        md.partition_keys,
+        bloom_columns_of(loaded),
     )
 
 

@@ -39,8 +39,7 @@ from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
     SCHEMA_EVOLUTIONS,
     SchemaEvolution,
-    compatible_merge,
-    evolve_schema,
+    merge_into_stored,
     normalize_schema,
 )
 from kartoframe.plan.predicates import bind
@@ -49,11 +48,11 @@ from kartoframe.plan.scan import required_index_columns
 from kartoframe.plan.write import check_write_columns
 from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import (
+    bloom_columns_of,
     dataset_exists,
     load_dataset,
     load_indices,
     read_header,
-    statistics_ref,
 )
 from kartoframe.storage.store import Store
 
@@ -169,12 +168,6 @@ def _evolution_arg(schema_evolution: object) -> SchemaEvolution:
             f"schema_evolution must be one of {list(SCHEMA_EVOLUTIONS)}, got {schema_evolution!r}."
         )
     return schema_evolution  # type: ignore[return-value]
-
-
-def _bloom_columns(base: LoadedDataset | None) -> tuple[str, ...]:
-    """The dataset's bloom-filter columns (maintained by every write)."""
-    ref = statistics_ref(base.metadata) if base is not None else None
-    return ref.bloom_filter_columns if ref is not None else ()
 
 
 def _existing(st: Store, uuid: str) -> LoadedDataset | None:
@@ -473,7 +466,7 @@ def update_dataset_from_dataframes__iter(
                     serializer=ser,
                     sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
                     origin=f"input frame {i}",
-                    bloom_filter_columns=_bloom_columns(base),
+                    bloom_filter_columns=bloom_columns_of(base),
                 )
             )
         if not chunks and base is None:
@@ -522,22 +515,13 @@ def _precheck_schema(
     """Refuse an incompatible frame before any file is written."""
     table = df if isinstance(df, pa.Table) else frame_to_table(df, what=origin)
     check_write_columns(table.schema, pon, [], what=origin)
-    if schema_evolution == "add_columns":
-        evolve_schema(
-            base.schema,
-            normalize_schema(table.schema, pon),
-            dataset_uuid=base.uuid,
-            origin=origin,
-            partition_keys=pon,
-            required=base.schema.names,
-        )
-        return
-    compatible_merge(
+    merge_into_stored(
         base.schema,
         normalize_schema(table.schema, pon),
+        schema_evolution=schema_evolution,
         dataset_uuid=base.uuid,
         origin=origin,
-        reference_origin="the stored schema",
+        partition_keys=pon,
     )
 
 
@@ -734,7 +718,7 @@ def write_single_partition(
         index_columns=idx,
         serializer=serializer_arg(df_serializer),
         origin="data",
-        bloom_filter_columns=_bloom_columns(base),
+        bloom_filter_columns=bloom_columns_of(base),
     )
     return MetaPartition(result)
 

@@ -32,7 +32,7 @@ from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite, prepare_fram
 from kartoframe.storage.commit import committed_version
 from kartoframe.storage.lifecycle import restore
 from kartoframe.storage.log import current_state
-from kartoframe.storage.resolve import statistics_ref
+from kartoframe.storage.resolve import bloom_columns_of, statistics_ref
 from kartoframe.storage.store import Store
 
 __all__ = ["ChunkFailure", "commit_all", "write_dataset_chunk", "write_plan_files"]
@@ -69,7 +69,6 @@ def write_dataset_chunk(
         )
     from kartoframe.execution.write import write_chunk
 
-    ref = statistics_ref(write.base.metadata) if write.base is not None else None
     return write_chunk(
         store,
         write.uuid,
@@ -79,7 +78,7 @@ def write_dataset_chunk(
         index_columns=write.index_columns,
         serializer=serializer,
         origin=origin or f'dataset "{write.dataset_id}"',
-        bloom_filter_columns=ref.bloom_filter_columns if ref is not None else (),
+        bloom_filter_columns=bloom_columns_of(write.base),
     )
 
 

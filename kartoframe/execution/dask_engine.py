@@ -56,7 +56,7 @@ from kartoframe.execution.write import (
     write_chunk,
 )
 from kartoframe.format.convert import frame_to_table, table_to_frame
-from kartoframe.format.schema import compatible_merge, evolve_schema, normalize_schema
+from kartoframe.format.schema import SchemaEvolution, merge_into_stored, normalize_schema
 from kartoframe.plan.scan import ReadTask, ScanPlan
 from kartoframe.plan.write import check_write_columns
 from kartoframe.storage.parquet import read_footer
@@ -72,7 +72,6 @@ __all__ = [
     "PartitionReader",
     "PartitionWriter",
     "WriteFailure",
-    "check_against_base",
     "dask_modules",
     "gc_paused",
     "hash_partition",
@@ -461,38 +460,6 @@ class WriteFailure:
     origin: str
 
 
-def check_against_base(
-    base_schema: pa.Schema,
-    schema: pa.Schema,
-    dataset_uuid: str,
-    origin: str,
-    partition_on: Sequence[str],
-    schema_evolution: str,
-) -> None:
-    """Refuse data whose (normalised) schema does not fit the stored one.
-
-    ``schema_evolution="add_columns"`` allows new nullable columns and safe widenings, as
-    the eager update does; otherwise the schemas must match.
-    """
-    if schema_evolution == "add_columns":
-        evolve_schema(
-            base_schema,
-            schema,
-            dataset_uuid=dataset_uuid,
-            origin=origin,
-            partition_keys=partition_on,
-            required=base_schema.names,
-        )
-        return
-    compatible_merge(
-        base_schema,
-        schema,
-        dataset_uuid=dataset_uuid,
-        origin=origin,
-        reference_origin="the stored schema",
-    )
-
-
 @dataclasses.dataclass(frozen=True)
 class PartitionWriter:
     """Writes one dask partition as data files and returns its :class:`ChunkResult`.
@@ -511,7 +478,7 @@ class PartitionWriter:
     base_schema: pa.Schema | None
     token: str
     drop_columns: tuple[str, ...] = ()
-    schema_evolution: str = "none"
+    schema_evolution: SchemaEvolution = "none"
     bloom_filter_columns: tuple[str, ...] = ()
 
     def __call__(self, df: pd.DataFrame, number: int) -> ChunkResult | WriteFailure:
@@ -530,8 +497,13 @@ class PartitionWriter:
         check_write_columns(table.schema, pon, list(self.index_columns), what=origin)
         schema = normalize_schema(table.schema, pon)
         if self.base_schema is not None:
-            check_against_base(
-                self.base_schema, schema, self.dataset_uuid, origin, pon, self.schema_evolution
+            merge_into_stored(
+                self.base_schema,
+                schema,
+                schema_evolution=self.schema_evolution,
+                dataset_uuid=self.dataset_uuid,
+                origin=origin,
+                partition_keys=pon,
             )
         if table.num_rows == 0:
             return ChunkResult((), schema, origin)

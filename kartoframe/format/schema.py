@@ -30,8 +30,9 @@ __all__ = [
     "SchemaChange",
     "SchemaEvolution",
     "compatible_merge",
-    "evolve_schema",
     "empty_table",
+    "evolve_schema",
+    "merge_into_stored",
     "normalize_schema",
     "normalize_type",
     "order_names",
@@ -424,3 +425,39 @@ def evolve_schema(
     meta["columns"] = cols
     merged = pa.schema(fields, metadata={PANDAS_KEY: json.dumps(meta, sort_keys=True).encode()})
     return merged, SchemaChange(tuple(added), tuple(widened))
+
+
+def merge_into_stored(
+    stored: pa.Schema,
+    new: pa.Schema,
+    *,
+    schema_evolution: SchemaEvolution,
+    dataset_uuid: str,
+    origin: str,
+    partition_keys: Sequence[str] = (),
+) -> pa.Schema:
+    """The stored schema after data of the normalised schema ``new`` is written to it.
+
+    ``schema_evolution="add_columns"`` accepts new nullable columns and safe widenings
+    (:func:`evolve_schema`, every stored column required); ``"none"`` requires the schemas
+    to match (:func:`compatible_merge`). This is the check every writer (eager, dask,
+    Spark, cube) runs against the stored schema before it writes a file.
+
+    Raises
+    ------
+    SchemaError
+        ``new`` does not fit the stored schema under ``schema_evolution``.
+    """
+    if schema_evolution == "add_columns":
+        merged, _ = evolve_schema(
+            stored,
+            new,
+            dataset_uuid=dataset_uuid,
+            origin=origin,
+            partition_keys=partition_keys,
+            required=stored.names,
+        )
+        return merged
+    return compatible_merge(
+        stored, new, dataset_uuid=dataset_uuid, origin=origin, reference_origin="the stored schema"
+    )

@@ -43,8 +43,7 @@ from kartoframe.format.cube import (
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
     SchemaEvolution,
-    compatible_merge,
-    evolve_schema,
+    merge_into_stored,
     normalize_schema,
 )
 from kartoframe.plan import predicates as preds
@@ -618,29 +617,21 @@ def _merged_schema(
 ) -> pa.Schema:
     """The schema a dataset has after rows of schema ``written`` are added to it."""
     norm = normalize_schema(written, partition_on)
-    origin = f'the data of dataset "{ds_id}"'
-    if schema_evolution != "add_columns":
-        return compatible_merge(
-            base.schema,
-            norm,
-            dataset_uuid=base.uuid,
-            origin=origin,
-            reference_origin="the stored schema",
+    if schema_evolution == "add_columns":
+        added = [n for n in norm.names if n not in base.schema.names]
+        structural = sorted(
+            set(added) & (set(cube.dimension_columns) | set(cube.partition_columns))
         )
-    added = [n for n in norm.names if n not in base.schema.names]
-    structural = sorted(set(added) & (set(cube.dimension_columns) | set(cube.partition_columns)))
-    if structural:
-        raise SchemaError(
-            f'Schema evolution of cube dataset "{ds_id}" can only add payload columns; '
-            f"{', '.join(structural)} would be new dimension or partition columns."
-        )
-    schema, _ = evolve_schema(
+        if structural:
+            raise SchemaError(
+                f'Schema evolution of cube dataset "{ds_id}" can only add payload columns; '
+                f"{', '.join(structural)} would be new dimension or partition columns."
+            )
+    return merge_into_stored(
         base.schema,
         norm,
+        schema_evolution=schema_evolution,
         dataset_uuid=base.uuid,
-        origin=origin,
+        origin=f'the data of dataset "{ds_id}"',
         partition_keys=partition_on,
-        required=base.schema.names,
-        reference_origin="the stored schema",
     )
-    return schema

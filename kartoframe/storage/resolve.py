@@ -205,6 +205,12 @@ def statistics_ref(md: DatasetHeader) -> StatisticsRef | None:
     return ref if ref is not None and ref.key is not None else None
 
 
+def bloom_columns_of(loaded: LoadedDataset | None) -> tuple[str, ...]:
+    """The dataset's bloom-filter columns (every write maintains them; () if none)."""
+    ref = statistics_ref(loaded.metadata) if loaded is not None else None
+    return ref.bloom_filter_columns if ref is not None else ()
+
+
 def load_statistics(store: Store, loaded: LoadedDataset) -> LoadedDataset:
     """Return ``loaded`` with its per-file statistics (unchanged if it has none).
 

@@ -347,31 +347,30 @@ class Store:
     # -- verbs -----------------------------------------------------------------------
     def get(self, key: str) -> bytes:
         """Return the bytes of a key (``FileNotFoundError`` if missing)."""
-        path = self.path(key)
-        # s3fs probes the size (HEAD, and a LIST for a missing key) before a concurrent
-        # chunked GET; metadata files are small: one plain GET is one request
-        kwargs = {"max_concurrency": 1} if self._protocol in _PIPE_CREATE_PROTOCOLS else {}
-        return self._call(
-            "get", key, lambda: _as_bytes(self._not_dir(self.fs.cat_file, path, **kwargs))
-        )
+        return self._fetch(key, one_request=True)
 
     def get_many(self, keys: Sequence[str], *, max_workers: int = 8) -> list[bytes]:
         """Return the whole bytes of several keys (in order), fetched concurrently.
 
-        Each object is one plain GET with its own retries; a missing key raises
-        ``FileNotFoundError``.
+        Each object is fetched with its own retries (on S3 a large object in concurrent
+        ranged GETs); a missing key raises ``FileNotFoundError``.
         """
-
-        def _one(key: str) -> bytes:
-            path = self.path(key)
-            return self._call("get", key, lambda: _as_bytes(self._not_dir(self.fs.cat_file, path)))
-
         if len(keys) <= 1:
-            return [_one(k) for k in keys]
+            return [self._fetch(k, one_request=False) for k in keys]
         from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=min(max_workers, len(keys))) as pool:
-            return list(pool.map(_one, keys))
+            return list(pool.map(lambda k: self._fetch(k, one_request=False), keys))
+
+    def _fetch(self, key: str, *, one_request: bool) -> bytes:
+        path = self.path(key)
+        # s3fs probes the size (HEAD, and a LIST for a missing key) before a concurrent
+        # chunked GET; metadata files are small: one plain GET is one request
+        limit = one_request and self._protocol in _PIPE_CREATE_PROTOCOLS
+        kwargs = {"max_concurrency": 1} if limit else {}
+        return self._call(
+            "get", key, lambda: _as_bytes(self._not_dir(self.fs.cat_file, path, **kwargs))
+        )
 
     def get_or_none(self, key: str) -> bytes | None:
         """Return the bytes of a key, or None if it does not exist."""
