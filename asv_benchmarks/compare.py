@@ -293,7 +293,7 @@ class Harness:
     def scenario_write(self) -> None:
         """Write the 200-partition table (index on product_id for kartoframe and plateau)."""
         a = self.args
-        spec = self.sys.SalesSpec(a.rows, a.partitions, a.seed)
+        spec = self.sys.SalesSpec(a.rows, a.partitions, a.seed, a.products)
         df = spec.table(self.data_dir)
         tmp = self.data_dir / "tmp-write"
         ops: dict[str, Op | Measurement] = {}
@@ -339,7 +339,7 @@ class Harness:
     def scenario_read(self) -> None:
         """Full read of the 200-partition table into pandas."""
         a = self.args
-        spec = self.sys.SalesSpec(a.rows, a.partitions, a.seed)
+        spec = self.sys.SalesSpec(a.rows, a.partitions, a.seed, a.products)
         exp = self.sys.expected_stats(spec, self.data_dir)
         ops: dict[str, Op | Measurement] = {}
         for system in self._systems(SYSTEM_NAMES):
@@ -663,6 +663,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument("--rows", type=int, help="rows of the write/read table [5,000,000; quick 500k]")
     p.add_argument(
         "--partitions", type=int, default=200, help="partitions of the write/read table [200]"
+    )
+    p.add_argument(
+        "--products",
+        type=int,
+        default=50_000,
+        help="product catalogue of the write/read table [50,000; see docs/benchmarks.md]",
     )
     p.add_argument("--pruned-rows", type=int, help="rows of the pruned-read table [1M; quick 200k]")
     p.add_argument(

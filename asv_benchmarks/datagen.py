@@ -244,10 +244,14 @@ def sales_table(
     return df
 
 
-def sales_table_for_partitions(n_rows: int, n_partitions: int, seed: int = 0) -> pd.DataFrame:
+def sales_table_for_partitions(
+    n_rows: int, n_partitions: int, seed: int = 0, n_products: int = DEFAULT_PRODUCTS
+) -> pd.DataFrame:
     """Generate :func:`sales_table` with exactly ``n_partitions`` (country, month) cells."""
     n_countries, n_months = partition_grid(n_partitions)
-    return sales_table(n_rows, seed, n_countries=n_countries, n_months=n_months)
+    return sales_table(
+        n_rows, seed, n_countries=n_countries, n_months=n_months, n_products=n_products
+    )
 
 
 def typical_product_id(df: pd.DataFrame) -> int:
@@ -272,18 +276,23 @@ def cache_key(**params: Any) -> str:
 
 
 def cached_sales_table(
-    cache_dir: str | os.PathLike[str], n_rows: int, n_partitions: int, seed: int = 0
+    cache_dir: str | os.PathLike[str],
+    n_rows: int,
+    n_partitions: int,
+    seed: int = 0,
+    n_products: int = DEFAULT_PRODUCTS,
 ) -> pd.DataFrame:
     """Like :func:`sales_table_for_partitions`, memoised as a Parquet file in ``cache_dir``.
 
     Reading the cached file back gives the same values and dtypes as generating it.
     """
-    path = (
-        Path(cache_dir) / f"table-{cache_key(rows=n_rows, parts=n_partitions, seed=seed)}.parquet"
-    )
+    params: dict[str, Any] = {"rows": n_rows, "parts": n_partitions, "seed": seed}
+    if n_products != DEFAULT_PRODUCTS:  # default-catalogue caches keep their names
+        params["products"] = n_products
+    path = Path(cache_dir) / f"table-{cache_key(**params)}.parquet"
     if path.exists():
         return pd.read_parquet(path)
-    df = sales_table_for_partitions(n_rows, n_partitions, seed)
+    df = sales_table_for_partitions(n_rows, n_partitions, seed, n_products)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     df.to_parquet(tmp, index=False)

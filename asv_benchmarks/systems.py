@@ -321,16 +321,20 @@ class SalesSpec:
     rows: int
     partitions: int
     seed: int = 0
+    products: int = datagen.DEFAULT_PRODUCTS
 
     @property
     def key(self) -> str:
         """Cache directory name."""
-        return "sales-" + datagen.cache_key(rows=self.rows, parts=self.partitions, seed=self.seed)
+        params: dict[str, Any] = {"rows": self.rows, "parts": self.partitions, "seed": self.seed}
+        if self.products != datagen.DEFAULT_PRODUCTS:
+            params["products"] = self.products
+        return "sales-" + datagen.cache_key(**params)
 
     def table(self, data_dir: Path) -> pd.DataFrame:
         """The generated table (memoised as Parquet under ``data_dir/tables``)."""
         return datagen.cached_sales_table(
-            data_dir / "tables", self.rows, self.partitions, self.seed
+            data_dir / "tables", self.rows, self.partitions, self.seed, self.products
         )
 
 

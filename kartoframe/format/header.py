@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 import gc
 import operator
+import re
 from collections.abc import Mapping
 from typing import Any
 
 import msgpack
+import msgspec
 import orjson
 import zstandard
 
@@ -145,8 +147,12 @@ def metadata_from_dict(
     dataset_uuid: str,
     storage_format: MetadataFormat,
     default_table: str = "table",
+    checked_partitions: tuple[dict[str, str], str] | None = None,
 ) -> DatasetHeader:
     """Validate a decoded header dict and build a :class:`DatasetHeader`.
+
+    ``checked_partitions`` (labels -> keys, table name) replaces the ``partitions`` entry
+    of ``raw`` when the decoder has already validated it (see :func:`decode_header`).
 
     Raises
     ------
@@ -214,15 +220,18 @@ def metadata_from_dict(
 
     partitions: dict[str, str] = {}
     table_name = default_table
-    explicit = "partitions" in raw
-    if explicit:
+    explicit = "partitions" in raw or checked_partitions is not None
+    if checked_partitions is not None:
+        partitions, table_name = checked_partitions
+    elif explicit:
         raw_parts = raw["partitions"]
         raw_parts = {} if raw_parts is None else raw_parts
         _expect(isinstance(raw_parts, dict), dataset_uuid, "partitions", "a map", raw_parts)
         tables: set[str] = set()
-        fast = _fast_partitions(raw_parts, dataset_uuid)
+        fast = _partitions_from_dicts(raw_parts, dataset_uuid) if raw_parts else None
         if fast is not None:
-            partitions, tables = fast
+            partitions, fast_table = fast
+            tables = {fast_table}
         else:
             for label, part in raw_parts.items():
                 files = part.get("files") if isinstance(part, dict) else None
@@ -269,41 +278,104 @@ def metadata_from_dict(
     )
 
 
-def _fast_partitions(
+#: Key patterns the fast path hands to the checked slow path: "//", an empty last
+#: component ("/" before the separator), "." and ".." components. A pattern that starts
+#: with the literal "/" is searched fast; the exact one runs only if the rough one hits
+#: (a component like ".hidden" is legal).
+_ROUGH_SUSPECT = re.compile(r"/[/.\n]")
+_SUSPECT_KEY = re.compile(r"/(?:/|\n|\.\.?(?:/|\n))")
+
+
+def _partitions_from_dicts(
     raw_parts: dict[Any, Any], dataset_uuid: str
-) -> tuple[dict[str, str], set[str]] | None:
-    """Vectorised validation of a well-formed ``partitions`` map (None: use the slow path).
+) -> tuple[dict[str, str], str] | None:
+    """Vectorised validation of a decoded ``partitions`` map (None: use the slow path).
 
     Opening a header with 100k partitions must not cost Python-level work per key, so
-    the common case is validated with C-level passes (``map`` over builtins, substring
-    counts on one joined string); anything unusual falls back to the checked slow path.
+    the common case is validated with C-level passes; anything unusual falls back to the
+    checked slow path, which names the bad entry.
     """
     parts = list(raw_parts.values())
-    if set(map(type, parts)) - {dict}:
+    if type(parts[0]) is not dict:
         return None
     try:
+        # decoded JSON/msgpack values support string subscripts only if they are maps
         files = list(map(operator.itemgetter("files"), parts))
-    except KeyError:
+    except (KeyError, TypeError, IndexError):
         return None
-    if set(map(type, files)) - {dict} or set(map(len, files)) - {1}:
+    if set(map(type, files)) != {dict} or set(map(type, raw_parts)) != {str}:
         return None
-    keys = list(map(next, map(iter, map(dict.values, files))))
-    tables = set(map(next, map(iter, files)))
-    if set(map(type, keys)) - {str} or set(map(type, raw_parts)) - {str}:
+    return _partition_keys(raw_parts, files, dataset_uuid)
+
+
+def _partition_keys(
+    labels: Mapping[str, Any], files: list[dict[str, Any]], dataset_uuid: str
+) -> tuple[dict[str, str], str] | None:
+    """Labels -> keys and the table, if every ``files`` map is ``{table: safe key}``."""
+    if not files or set(map(len, files)) != {1}:
         return None
-    prefix = "\n" + dataset_uuid + "/"
-    joined = "\n" + "\n".join(keys) + "\n"
+    (table,) = files[0]
+    try:
+        keys = list(map(operator.itemgetter(table), files))
+        joined = "\n" + "\n".join(keys) + "\n"  # TypeError: a key is not a string
+    except (KeyError, TypeError):
+        return None
     # every key starts with "<uuid>/" (a key holding a newline falls back: count differs)
+    prefix = "\n" + dataset_uuid + "/"
     if joined.count("\n") != len(keys) + 1 or joined.count(prefix) != len(keys):
         return None
-    # "/" is frequent, so every pattern starting with it costs a full scan: test "//",
-    # "/\n" (empty last component) and "/." once; only if "/." occurs, look for the
-    # "." and ".." components ("ds/./a", "ds/../a", "ds/..", "ds/.")
-    if "\\" in joined or "\x00" in joined or "//" in joined or "/\n" in joined:
+    if "\\" in joined or "\x00" in joined:
         return None
-    if "/." in joined and any(bad in joined for bad in ("/./", "/../", "/..\n", "/.\n")):
+    if _ROUGH_SUSPECT.search(joined) and _SUSPECT_KEY.search(joined):
         return None
-    return dict(zip(raw_parts, keys)), tables
+    return dict(zip(labels, keys)), table
+
+
+class _Partition(msgspec.Struct, gc=False):
+    """A ``partitions`` entry as plateau writes it: ``{"files": {table: key}}``."""
+
+    files: dict[str, str]
+
+
+_FILES = operator.attrgetter("files")
+_TOP_DECODERS: dict[str, Any] = {
+    "json": msgspec.json.Decoder(dict[str, msgspec.Raw]),
+    "msgpack": msgspec.msgpack.Decoder(dict[str, msgspec.Raw]),
+}
+_PARTITION_DECODERS: dict[str, Any] = {
+    "json": msgspec.json.Decoder(dict[str, _Partition]),
+    "msgpack": msgspec.msgpack.Decoder(dict[str, _Partition]),
+}
+
+
+def _decode_value(raw: msgspec.Raw, storage_format: MetadataFormat) -> Any:
+    if storage_format == "json":
+        return orjson.loads(memoryview(raw))
+    return msgpack.unpackb(memoryview(raw), raw=False, strict_map_key=False)
+
+
+def _decode_typed(
+    doc: bytes, storage_format: MetadataFormat, dataset_uuid: str
+) -> tuple[dict[str, Any], tuple[dict[str, str], str]] | None:
+    """Decode a well-formed header with its ``partitions`` checked while parsing.
+
+    ``msgspec`` decodes the partitions map against its schema (string labels, one
+    ``files`` map of strings each) into slotted objects, about 1.5x faster than
+    untyped parsing; every other top-level value is decoded exactly as the untyped path
+    does. None when anything does not fit: the caller then decodes untyped and
+    validates step by step, with errors that name the key.
+    """
+    try:
+        top = _TOP_DECODERS[storage_format].decode(doc)
+        raw_parts = top.pop("partitions", None)
+        if raw_parts is None:
+            return None
+        parts = _PARTITION_DECODERS[storage_format].decode(raw_parts)
+        rest = {k: _decode_value(v, storage_format) for k, v in top.items()}
+    except Exception:  # any failure: the untyped path decodes again and reports it
+        return None
+    checked = _partition_keys(parts, list(map(_FILES, parts.values())), dataset_uuid)
+    return None if checked is None else (rest, checked)
 
 
 def _infer_partition_keys(partitions: Mapping[str, str]) -> list[str]:
@@ -344,7 +416,7 @@ def _decode(
 ) -> DatasetHeader:
     try:
         if storage_format == "json":
-            raw = orjson.loads(data)
+            doc = data
         else:
             # a frame declaring its size is decompressed into a buffer of that size,
             # ignoring max_output_size: check the declared size first
@@ -352,10 +424,14 @@ def _decode(
             if declared != zstandard.CONTENTSIZE_UNKNOWN and declared > MAX_HEADER_BYTES:
                 limit = MAX_HEADER_BYTES
                 raise ValueError(f"it declares {declared} bytes, over the {limit}-byte limit")
-            raw_bytes = zstandard.ZstdDecompressor().decompress(
-                data, max_output_size=MAX_HEADER_BYTES
-            )
-            raw = msgpack.unpackb(raw_bytes, raw=False, strict_map_key=False)
+            doc = zstandard.ZstdDecompressor().decompress(data, max_output_size=MAX_HEADER_BYTES)
+        typed = _decode_typed(doc, storage_format, dataset_uuid)
+        if typed is not None:
+            raw, checked = typed
+        elif storage_format == "json":
+            raw, checked = orjson.loads(doc), None
+        else:
+            raw, checked = msgpack.unpackb(doc, raw=False, strict_map_key=False), None
     except (
         orjson.JSONDecodeError,
         zstandard.ZstdError,
@@ -366,7 +442,9 @@ def _decode(
         raise CorruptMetadataError(
             f"Cannot decode the {storage_format} header of dataset {dataset_uuid!r}: {e}"
         ) from e
-    return metadata_from_dict(raw, dataset_uuid, storage_format, default_table)
+    return metadata_from_dict(
+        raw, dataset_uuid, storage_format, default_table, checked_partitions=checked
+    )
 
 
 def encode_header(meta: DatasetHeader) -> bytes:

@@ -55,14 +55,20 @@ def empty_index(column: str, arrow_type: pa.DataType) -> pa.Table:
 
 
 def index_value_pairs(column: str, values: pa.Array | pa.ChunkedArray, label: str) -> pa.Table:
-    """Distinct non-null values of one partition's column, paired with its label."""
+    """Distinct non-null values of one partition's column, paired with its label.
+
+    The ``label`` column is dictionary-encoded (one dictionary entry, all codes 0): the
+    label string is not repeated per value, and grouping needs no string hashing.
+    """
     uniq = pc.unique(
         values.cast(normalize_type(values.type))
         if values.type != normalize_type(values.type)
         else values
     )
     uniq = uniq.drop_null()
-    return pa.table({column: uniq, "label": pa.array([label] * len(uniq), type=pa.string())})
+    codes = pa.array(np.zeros(len(uniq), dtype=np.int32))
+    labels = pa.DictionaryArray.from_arrays(codes, pa.array([label], type=pa.string()))
+    return pa.table({column: uniq, "label": labels})
 
 
 def build_index(column: str, arrow_type: pa.DataType, pairs: Sequence[pa.Table]) -> pa.Table:
@@ -70,23 +76,90 @@ def build_index(column: str, arrow_type: pa.DataType, pairs: Sequence[pa.Table])
     t = normalize_type(arrow_type)
     if not pairs:
         return empty_index(column, t)
-    table = pa.concat_tables(
-        [p.cast(pa.schema([(column, t), ("label", pa.string())])) for p in pairs]
-    )
-    return _group(column, table)
+    return _group(column, t, pairs)
 
 
-def _group(column: str, pairs: pa.Table) -> pa.Table:
+def _label_codes(labels: Iterable[pa.Array | pa.ChunkedArray]) -> tuple[np.ndarray, pa.Array]:
+    """Integer codes of label arrays (plain or dictionary-encoded) and their dictionary.
+
+    Dictionaries of different chunks are concatenated, not unified: a label may occur
+    under two codes, which is harmless because the codes are only turned back into strings.
+    """
+    codes: list[np.ndarray] = []
+    dicts: list[pa.Array] = []
+    base = 0
+    for arr in labels:
+        chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+        for ch in chunks:
+            if not pa.types.is_dictionary(ch.type):
+                ch = pc.dictionary_encode(ch)
+            if ch.null_count:
+                raise InvalidInputError("Index partition labels must not be null.")
+            codes.append(ch.indices.to_numpy(zero_copy_only=False).astype(np.int64) + base)
+            d = ch.dictionary
+            dicts.append(d.cast(pa.string()) if d.type != pa.string() else d)
+            base += len(d)
+    if not codes:
+        return np.zeros(0, dtype=np.int64), pa.array([], type=pa.string())
+    return np.concatenate(codes), pa.concat_arrays(dicts)
+
+
+def _stable_order(keys: np.ndarray, n_keys: int) -> np.ndarray:
+    """Stable argsort of integer keys in ``[0, n_keys)`` by 16-bit radix passes.
+
+    numpy's stable sort is a radix sort for 16-bit keys; two passes (low, then high
+    half) sort keys below 2**32 in linear time, ~3x faster than a comparison sort.
+    """
+    if n_keys <= 1 << 16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    if n_keys <= 1 << 32:
+        order = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+        high = (keys >> 16).astype(np.uint16)[order]
+        return order[np.argsort(high, kind="stable")]
+    return np.argsort(keys, kind="stable")
+
+
+def _group(column: str, t: pa.DataType, pairs: Sequence[pa.Table]) -> pa.Table:
     """Group ``(value, label)`` pairs into one row per value with its list of labels.
 
-    Sort-based (pairs are unique per label and value), which is several times faster
-    than a hash aggregation with ``distinct``.
+    Pairs are unique per label and value. Values are dictionary-encoded, the distinct
+    values sorted, and the pairs put in value order by a stable radix sort of the value
+    ranks (labels keep their input order within a value); labels travel as integer codes
+    until the final list column is built.
     """
-    if pairs.num_rows == 0:
-        return empty_index(column, pairs.schema.field(column).type)
-    order = pc.sort_indices(pairs, sort_keys=[(column, "ascending")])
-    values = pairs[column].take(order).combine_chunks()
-    labels = pairs["label"].take(order).combine_chunks()
+    values = pa.chunked_array(
+        [ch for p in pairs for ch in p[column].cast(t).chunks], type=t
+    ).combine_chunks()
+    label_codes, label_dict = _label_codes(p["label"] for p in pairs)
+    n = len(values)
+    if n == 0:
+        return empty_index(column, t)
+    try:
+        enc = pc.dictionary_encode(values)
+    except pa.ArrowNotImplementedError:
+        return _group_sorted(column, values, label_dict.take(pa.array(label_codes)))
+    distinct = enc.dictionary
+    by_value = pc.sort_indices(distinct).to_numpy()
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[by_value] = np.arange(len(distinct), dtype=np.int64)
+    ranks = rank[enc.indices.to_numpy(zero_copy_only=False)]
+    order = _stable_order(ranks, len(distinct))
+    counts = np.bincount(ranks, minlength=len(distinct))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    labels = label_dict.take(pa.array(label_codes[order]))
+    return pa.table(
+        {
+            column: distinct.take(pa.array(by_value)),
+            PARTITION_COLUMN: pa.ListArray.from_arrays(pa.array(offsets), labels),
+        }
+    )
+
+
+def _group_sorted(column: str, values: pa.Array, labels: pa.Array) -> pa.Table:
+    """Comparison-sort grouping for value types without a hash kernel."""
+    order = pc.sort_indices(values)
+    values = values.take(order)
+    labels = labels.take(order)
     n = len(values)
     if n > 1:
         change = pc.not_equal(values.slice(1), values.slice(0, n - 1))
@@ -128,8 +201,7 @@ def merge_index(
     pairs = _explode(column, index)
     if len(remove):
         pairs = pairs.filter(pc.invert(pc.is_in(pairs["label"], value_set=remove)))
-    tables = [pairs] + [p.cast(pa.schema([(column, t), ("label", pa.string())])) for p in add]
-    return _group(column, pa.concat_tables(tables))
+    return _group(column, t, [pairs, *add])
 
 
 def index_labels(index: pa.Table, mask: pa.ChunkedArray | pa.Array) -> set[str]:

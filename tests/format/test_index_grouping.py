@@ -1,0 +1,113 @@
+"""The index builder's grouping (dictionary codes + radix order) against a plain reference."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kartoframe.format.index import (
+    _stable_order,
+    build_index,
+    index_value_pairs,
+    merge_index,
+)
+
+
+def _reference(parts: Sequence[tuple[str, Sequence[Any]]]) -> list[tuple[Any, list[str]]]:
+    """value -> labels in input order, values ascending (NaN last, one entry)."""
+    out: dict[Any, list[str]] = {}
+    for label, values in parts:
+        for v in dict.fromkeys(x for x in values if x is not None):
+            key = "nan" if isinstance(v, float) and math.isnan(v) else v
+            out.setdefault(key, []).append(label)
+    nan = out.pop("nan", None)
+    rows = sorted(out.items(), key=lambda kv: kv[0])
+    if nan is not None:
+        rows.append((float("nan"), nan))
+    return rows
+
+
+def _rows(index: pa.Table, column: str) -> list[tuple[Any, list[str]]]:
+    return list(zip(index[column].to_pylist(), index["partition"].to_pylist()))
+
+
+def _same(got: list[tuple[Any, list[str]]], want: list[tuple[Any, list[str]]]) -> bool:
+    if len(got) != len(want):
+        return False
+    for (gv, gl), (wv, wl) in zip(got, want):
+        nan = isinstance(gv, float) and math.isnan(gv)
+        if nan != (isinstance(wv, float) and math.isnan(wv)) or (not nan and gv != wv):
+            return False
+        if gl != wl:
+            return False
+    return True
+
+
+VALUES = {
+    "int": (pa.int64(), st.one_of(st.none(), st.integers(-(2**40), 2**40))),
+    "small": (pa.int64(), st.integers(0, 5)),
+    "str": (pa.string(), st.one_of(st.none(), st.text(max_size=4))),
+    "float": (pa.float64(), st.one_of(st.none(), st.floats(allow_infinity=True))),
+    "bool": (pa.bool_(), st.booleans()),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(VALUES))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_build_index_matches_reference(kind: str, data: st.DataObject) -> None:
+    t, values = VALUES[kind]
+    n_parts = data.draw(st.integers(0, 6))
+    parts = [(f"p={i}/f{i}", data.draw(st.lists(values, max_size=12))) for i in range(n_parts)]
+    pairs = [index_value_pairs("c", pa.array(v, type=t), label) for label, v in parts]
+    got = build_index("c", t, pairs)
+    assert got.schema.field("partition").type == pa.list_(pa.string())
+    assert _same(_rows(got, "c"), _reference(parts))
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_merge_index_matches_rebuild(data: st.DataObject) -> None:
+    values = st.lists(st.integers(0, 30), max_size=10)
+    old = [(f"p={i}/a", data.draw(values)) for i in range(data.draw(st.integers(0, 5)))]
+    new = [(f"p={i}/b", data.draw(values)) for i in range(data.draw(st.integers(0, 3)))]
+    removed = data.draw(st.sets(st.sampled_from([lb for lb, _ in old] or ["none"])))
+    t = pa.int64()
+    index = build_index("c", t, [index_value_pairs("c", pa.array(v, t), lb) for lb, v in old])
+    merged = merge_index(
+        "c", index, [index_value_pairs("c", pa.array(v, t), lb) for lb, v in new], removed
+    )
+    # old labels keep their relative order, new labels follow: the reference's input order
+    kept = [(lb, v) for lb, v in old if lb not in removed]
+    assert _same(_rows(merged, "c"), _reference(kept + new))
+
+
+def test_plain_string_labels_are_accepted() -> None:
+    """Pair tables from elsewhere may carry plain (not dictionary) label columns."""
+    pairs = [pa.table({"c": pa.array([3, 1, 3][i : i + 1]), "label": [f"l{i}"]}) for i in range(3)]
+    got = build_index("c", pa.int64(), pairs)
+    assert _rows(got, "c") == [(1, ["l1"]), (3, ["l0", "l2"])]
+
+
+@pytest.mark.parametrize("n_keys", [1, 300, 1 << 16, (1 << 16) + 1, 5_000_000])
+def test_stable_order_is_a_stable_argsort(n_keys: int) -> None:
+    rng = np.random.default_rng(n_keys)
+    keys = rng.integers(0, n_keys, size=200_000)
+    want = np.argsort(keys, kind="stable")
+    assert np.array_equal(_stable_order(keys, n_keys), want)
+
+
+def test_high_cardinality_index_round_trip() -> None:
+    """More distinct values than one 16-bit radix pass covers (two passes)."""
+    rng = np.random.default_rng(7)
+    parts = [(f"p={i}/x", rng.choice(200_000, size=3_000, replace=False)) for i in range(40)]
+    pairs = [index_value_pairs("c", pa.array(v), lb) for lb, v in parts]
+    got = build_index("c", pa.int64(), pairs)
+    assert _same(_rows(got, "c"), _reference([(lb, v.tolist()) for lb, v in parts]))
