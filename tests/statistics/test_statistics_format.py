@@ -80,6 +80,31 @@ def test_value_lists_only_for_low_cardinality_chunks() -> None:
     assert _stats(long)[0]["value_list"]["s"] is None  # values must be exact
 
 
+@pytest.mark.parametrize("distinct", [fs.VALUE_LIST_MAX, fs.VALUE_LIST_MAX + 1])
+@pytest.mark.parametrize("layout", ["sorted", "shuffled", "late"])
+def test_value_list_decision_on_large_chunks(distinct: int, layout: str) -> None:
+    """The sampled shortcuts only ever say "too many": the exact count decides."""
+    n = 40_000
+    rng = np.random.default_rng(distinct)
+    if layout == "sorted":  # the first rows hold a single value
+        values = np.sort(rng.integers(0, distinct, n))
+        values[-distinct:] = np.arange(distinct)
+        values.sort()
+    elif layout == "shuffled":
+        values = rng.permutation(np.arange(n) % distinct)
+    else:  # one value occurs only in the very last row
+        values = np.arange(n) % (distinct - 1)
+        values[-1] = distinct - 1
+    table = pa.table({"i": values})
+    slices = [table.slice(0, 10_000), table.slice(10_000, 30_000)]
+    rows = _stats(*slices)
+    lists = [r["value_list"]["i"] for r in rows]
+    if distinct <= fs.VALUE_LIST_MAX:
+        assert lists == [sorted(set(s["i"].to_pylist())) for s in slices]
+    else:
+        assert lists == [None, None]
+
+
 @pytest.mark.parametrize(
     "values",
     [

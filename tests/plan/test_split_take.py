@@ -1,0 +1,48 @@
+"""split_partitions gathers low-cardinality strings through a dictionary: same result."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from kartoframe.plan.write import _take, split_partitions
+
+
+@pytest.mark.parametrize("t", [pa.string(), pa.large_string()])
+@pytest.mark.parametrize("distinct", [3, 1000, 50_000])
+def test_take_equals_arrow_take(t: pa.DataType, distinct: int) -> None:
+    rng = np.random.default_rng(distinct)
+    n = 60_000
+    words = np.array([f"w{i:05d}" for i in range(distinct)], dtype=object)
+    values = words[rng.integers(0, distinct, n)].tolist()
+    for i in rng.integers(0, n, 500):
+        values[i] = None
+    column = pa.chunked_array([pa.array(values, type=t)])
+    indices = pa.array(rng.permutation(n)[: n // 2])
+    got = _take(column, indices)
+    assert got.type == t
+    assert got.equals(column.take(indices))
+
+
+def test_split_with_a_low_cardinality_string_column() -> None:
+    rng = np.random.default_rng(1)
+    n = 100_000
+    table = pa.table(
+        {
+            "p": pa.array(rng.integers(0, 7, n)),
+            "channel": pa.array(
+                np.array(["store", "online", "app", None], dtype=object)[rng.integers(0, 4, n)],
+                type=pa.large_string(),
+            ),
+            "x": pa.array(np.arange(n)),
+        }
+    )
+    slices = split_partitions(table, ["p"], file_uuid="f")
+    df = table.to_pandas()
+    for s in slices:
+        (value,) = s.values
+        want = df[df["p"] == value].drop(columns="p").reset_index(drop=True)
+        got = s.table.to_pandas()
+        assert s.table.schema.field("channel").type == pa.large_string()
+        assert got.equals(want)
