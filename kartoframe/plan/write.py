@@ -134,7 +134,7 @@ def split_partitions(
     offsets = np.concatenate([[0], np.cumsum(counts)])
     first = order[offsets[:-1]]
     data_cols = [c for c in table.column_names if c not in partition_on]
-    parts = _gather(table.select(data_cols), order, offsets)
+    body = _take_columns(table.select(data_cols), pa.array(order))
     # groups in order of first appearance, as plateau does
     appearance = np.argsort(first, kind="stable")
     out = []
@@ -144,34 +144,23 @@ def split_partitions(
         values = tuple(kv[pos] for kv in key_values)
         pairs = [(c, render_partition_value(v)) for c, v in zip(partition_on, values)]
         label = naming.make_label(pairs, file_uuid)
-        out.append(PartitionSlice(label, values, _sorted(parts[g], sort_by)))
+        part = body.slice(int(offsets[g]), int(counts[g]))
+        out.append(PartitionSlice(label, values, _sorted(part, sort_by)))
     return out
 
 
-def _gather(body: pa.Table, order: np.ndarray, offsets: np.ndarray) -> list[pa.Table]:
-    """The rows of every group (``order[offsets[g]:offsets[g + 1]]``) as its own table.
-
-    Each group is gathered separately, in parallel for large inputs (Arrow's take
-    releases the GIL): the buffers stay group-sized, which allocators recycle, where one
-    gather of the whole table allocates column-sized buffers that are mapped and faulted
-    in afresh on every write. Low-cardinality string columns are gathered through their
-    dictionary encoding (see :func:`_dictionary_source`).
+def _take_columns(table: pa.Table, indices: pa.Array) -> pa.Table:
+    """``table.take(indices)`` with the columns gathered in parallel (Arrow's take is
+    single-threaded per call; it releases the GIL, so threads use every core).
     """
-    source = body if body.num_rows < 100_000 else _dictionary_source(body)
-
-    def one(g: int) -> pa.Table:
-        rows = source.take(pa.array(order[offsets[g] : offsets[g + 1]]))
-        if rows.schema != body.schema:
-            rows = rows.cast(body.schema)  # decode the dictionary-encoded columns
-        return rows
-
-    groups = range(len(offsets) - 1)
-    if body.num_rows < 100_000 or len(groups) < 2:
-        return [one(g) for g in groups]
+    if table.num_columns < 2 or table.num_rows < 100_000:
+        return table.take(indices)
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        return list(pool.map(one, groups))
+    workers = min(table.num_columns, os.cpu_count() or 1)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        columns = list(pool.map(lambda c: _take(c, indices), table.columns))
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 #: A string column whose first rows hold at most this many distinct values is gathered
@@ -180,26 +169,25 @@ _FEW_DISTINCT = 1024
 _SAMPLE = 4096
 
 
-def _dictionary_source(body: pa.Table) -> pa.Table:
-    """``body`` with its low-cardinality string columns dictionary-encoded.
+def _take(column: pa.ChunkedArray, indices: pa.Array) -> pa.ChunkedArray:
+    """``column.take(indices)``; low-cardinality strings go through a dictionary.
 
     Gathering millions of variable-length values from random positions is cache-bound
     (5M short strings: ~200 ms); encoding them once, gathering the integer codes and
-    decoding from the small, cache-resident dictionary yields the same values in ~80 ms.
+    decoding from the small, cache-resident dictionary yields the same array in ~80 ms.
     """
-    columns = []
-    for column in body.columns:
-        t = column.type
-        if (
-            column.num_chunks == 1
-            and (pa.types.is_string(t) or pa.types.is_large_string(t))
-            and pc.count_distinct(column.slice(0, _SAMPLE)).as_py() <= _FEW_DISTINCT
-        ):
-            encoded = pc.dictionary_encode(column.chunk(0))
-            if len(encoded.dictionary) <= 4 * _FEW_DISTINCT:
-                column = pa.chunked_array([encoded])
-        columns.append(column)
-    return pa.Table.from_arrays(columns, names=body.column_names)
+    t = column.type
+    if (
+        column.num_chunks != 1
+        or not (pa.types.is_string(t) or pa.types.is_large_string(t))
+        or len(column) < 8 * _SAMPLE
+        or pc.count_distinct(column.slice(0, _SAMPLE)).as_py() > _FEW_DISTINCT
+    ):
+        return column.take(indices)
+    encoded = pc.dictionary_encode(column.chunk(0))
+    if len(encoded.dictionary) > 4 * _FEW_DISTINCT:
+        return column.take(indices)
+    return pa.chunked_array([encoded.take(indices).cast(t)], type=t)
 
 
 def _sorted(table: pa.Table, sort_by: Sequence[str]) -> pa.Table:
