@@ -41,14 +41,17 @@ from kartoframe.format.schema import (
     schema_to_bytes,
 )
 from kartoframe.format.statistics import (
+    SliceStatistics,
     StatisticsRef,
-    compute_statistics,
+    assemble_statistics,
     merge_statistics,
+    slice_statistics,
     statistics_key,
     statistics_to_bytes,
+    value_list_candidates,
     with_files,
 )
-from kartoframe.plan.write import check_write_columns, new_file_uuid, split_partitions
+from kartoframe.plan.write import check_write_columns, new_file_uuid, plan_partitions
 from kartoframe.storage.commit import (
     Built,
     Intent,
@@ -159,59 +162,67 @@ def write_chunk(
     table = df if isinstance(df, pa.Table) else frame_to_table(df, what=origin or "DataFrame")
     check_write_columns(table.schema, partition_on, index_columns, what=origin or "the data")
     schema = normalize_schema(table.schema, partition_on)
-    slices = split_partitions(
+    plan = plan_partitions(
         table,
         partition_on,
         file_uuid=file_uuid or new_file_uuid(),
         sort_by=list(sort_partitions_by),
     )
-    written: list[WrittenPartition] = []
+    candidates = _value_list_candidates(plan.body) if statistics else None
     keys: list[str] = []
 
-    def _one(s: Any) -> WrittenPartition:
-        key = naming.data_key(dataset_uuid, table_name, s.label)
+    def _one(i: int) -> tuple[WrittenPartition, SliceStatistics | None]:
+        # gather, encode and drop one file's rows: no reordered copy of the whole chunk
+        label = plan.labels[i]
+        rows = plan.rows(i)
+        key = naming.data_key(dataset_uuid, table_name, label)
         keys.append(key)
-        data = storage_table(s.table)
         size = write_table(
             store,
             key,
-            data,
+            storage_table(rows),
             compression=serializer.compression.lower() if serializer.compression else None,
             row_group_size=serializer.chunk_size,
         )
-        pairs = {c: index_value_pairs(c, s.table[c], s.label) for c in index_columns}
-        return WrittenPartition(s.label, key, s.table.num_rows, size, pairs)
+        pairs = {c: index_value_pairs(c, rows[c], label) for c in index_columns}
+        stats = None
+        if candidates is not None:
+            stats = _slice_statistics(rows, candidates, bloom_filter_columns)
+        return WrittenPartition(label, key, rows.num_rows, size, pairs), stats
 
-    tables = [s.table for s in slices]
-    computed: pa.Table | None = None
+    results: list[tuple[WrittenPartition, SliceStatistics | None]] = []
     try:
-        if len(slices) > 1 and max_workers > 1:
-            with ThreadPoolExecutor(max_workers=min(max_workers, len(slices))) as pool:
-                futures = [pool.submit(_one, s) for s in slices]
-                # statistics are computed while the pool writes the files
-                if statistics:
-                    computed = _compute_statistics(tables, bloom_filter_columns)
-                written = [f.result() for f in futures]
+        if len(plan) > 1 and max_workers > 1:
+            with ThreadPoolExecutor(max_workers=min(max_workers, len(plan))) as pool:
+                results = list(pool.map(_one, range(len(plan))))
         else:
-            written = [_one(s) for s in slices]
-            if statistics:
-                computed = _compute_statistics(tables, bloom_filter_columns)
+            results = [_one(i) for i in range(len(plan))]
     except BaseException:
         delete_files(store, keys)
         raise
-    if computed is not None and written:
-        written = _with_statistics(written, computed)
+    written = [w for w, _ in results]
+    parts = [st for _, st in results]
+    if written and candidates is not None and all(st is not None for st in parts):
+        written = _with_statistics(written, assemble_statistics(parts))  # type: ignore[arg-type]
     return ChunkResult(tuple(written), schema, origin)
 
 
-def _compute_statistics(
-    tables: list[pa.Table], bloom_filter_columns: Sequence[str]
-) -> pa.Table | None:
-    """Per-slice statistics, or None for types without compute kernels."""
-    if not tables:
-        return None
+def _value_list_candidates(body: pa.Table) -> frozenset[str] | None:
+    """Value-list candidates of a chunk, or None: no statistics (no compute kernels)."""
     try:
-        return compute_statistics(tables, bloom_filter_columns=bloom_filter_columns)
+        return value_list_candidates(body)
+    except pa.ArrowException:
+        return None
+
+
+def _slice_statistics(
+    rows: pa.Table, candidates: frozenset[str], bloom_filter_columns: Sequence[str]
+) -> SliceStatistics | None:
+    """One file's statistics, or None for types without compute kernels."""
+    try:
+        return slice_statistics(
+            rows, value_list_columns=candidates, bloom_filter_columns=bloom_filter_columns
+        )
     except pa.ArrowException:
         return None  # files without statistics
 

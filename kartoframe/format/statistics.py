@@ -55,13 +55,18 @@ __all__ = [
     "StatisticsRef",
     "bloom_hashes",
     "bloom_type_supported",
+    "ColumnStatistics",
+    "SliceStatistics",
+    "assemble_statistics",
     "compute_statistics",
     "conform_statistics",
     "empty_statistics",
     "merge_statistics",
+    "slice_statistics",
     "statistics_from_bytes",
     "statistics_key",
     "statistics_to_bytes",
+    "value_list_candidates",
     "with_files",
 ]
 
@@ -393,31 +398,53 @@ def bloom_may_contain(blooms: pa.Array, hashes: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- compute
 
 
-def _column_stats(
-    col: pa.ChunkedArray,
-    t: pa.DataType,
-    distinct: pa.Array | None,
-    want_bloom: bool,
-) -> tuple[Any, Any, int, list[Any] | None, bytes | None]:
-    """Statistics of one slice.
+@dataclasses.dataclass(frozen=True, slots=True)
+class ColumnStatistics:
+    """One column of one slice, before the chunk decides on value lists.
 
-    ``distinct`` (the slice's non-null distinct values) asks for a value list.
+    ``distinct`` holds the slice's non-null distinct values when the column may keep a
+    value list and there are at most :data:`VALUE_LIST_MAX` of them (None otherwise);
+    ``values`` the same sorted, unless a string value is too long to be stored exactly.
     """
+
+    arrow_type: pa.DataType
+    low: Any
+    high: Any
+    nulls: int
+    candidate: bool
+    distinct: pa.Array | None
+    values: list[Any] | None
+    bloom: bytes | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SliceStatistics:
+    """Statistics of one slice (one file); see :func:`slice_statistics`."""
+
+    rows: int
+    columns: dict[str, ColumnStatistics]
+
+
+def _column_stats(
+    col: pa.ChunkedArray, t: pa.DataType, candidate: bool, want_bloom: bool
+) -> ColumnStatistics:
     nulls = col.null_count
     if pa.types.is_floating(t):
         nulls += int(pc.sum(pc.is_nan(col)).as_py() or 0)
+    distinct: pa.Array | None = None
     values: list[Any] | None = None
     bloom: bytes | None = None
-    if distinct is not None or want_bloom:
-        uniq = distinct if distinct is not None else _distinct(col, t)
-        if distinct is not None:
+    if candidate or want_bloom:
+        uniq = _distinct(col, t)
+        if want_bloom:
+            bloom = build_bloom(bloom_hashes(uniq))
+        if candidate and len(uniq) <= VALUE_LIST_MAX:
+            distinct = uniq
             too_long = (pa.types.is_string(t) or pa.types.is_binary(t)) and len(uniq) > 0
             if too_long:
                 too_long = (pc.max(pc.binary_length(uniq)).as_py() or 0) > STRING_STATS_MAX_BYTES
             if not too_long:
                 values = uniq.take(pc.sort_indices(uniq)).to_pylist()
-        if want_bloom:
-            bloom = build_bloom(bloom_hashes(uniq))
     lo = hi = None
     if values is not None:
         # the sorted distinct values hold min and max (value lists exist for integers,
@@ -435,7 +462,7 @@ def _column_stats(
         if pa.types.is_string(t) or pa.types.is_binary(t):
             lo = _truncate_min(lo, STRING_STATS_MAX_BYTES)
             hi = _truncate_max(hi, STRING_STATS_MAX_BYTES)
-    return lo, hi, nulls, values, bloom
+    return ColumnStatistics(t, lo, hi, nulls, candidate, distinct, values, bloom)
 
 
 def _distinct(col: pa.ChunkedArray | pa.Array, t: pa.DataType) -> pa.Array:
@@ -443,34 +470,103 @@ def _distinct(col: pa.ChunkedArray | pa.Array, t: pa.DataType) -> pa.Array:
     return uniq.cast(t) if uniq.type != t else uniq
 
 
-def _slice_distincts(cols: Sequence[pa.ChunkedArray], t: pa.DataType) -> list[pa.Array] | None:
-    """Distinct values of every slice if the whole chunk has at most
-    :data:`VALUE_LIST_MAX` of them, else None.
-
-    The first rows, then an evenly spread sample (for input sorted by the column) are
-    checked first, so high-cardinality columns cost little; otherwise the per-slice
-    distinct values, which the value lists need anyway, decide.
-    """
-    whole = pa.chunked_array([ch for c in cols for ch in c.chunks], type=cols[0].type)
-    if len(whole) > 4 * _SAMPLE_ROWS:
-        if pc.count_distinct(whole.slice(0, _SAMPLE_ROWS)).as_py() > VALUE_LIST_MAX:
-            return None
-        step = len(whole) // _SAMPLE_ROWS
-        sample = whole.take(pa.array(np.arange(0, step * _SAMPLE_ROWS, step, dtype=np.int64)))
-        if pc.count_distinct(sample).as_py() > VALUE_LIST_MAX:
-            return None
+def _stat_columns(schema: pa.Schema) -> list[tuple[str, pa.DataType, pa.DataType]]:
+    """(name, stored type, statistics type) of the columns that get statistics."""
     out = []
-    for c in cols:
-        uniq = _distinct(c, t)
-        if len(uniq) > VALUE_LIST_MAX:
-            return None
-        out.append(uniq)
-    if out and len(pc.unique(pa.chunked_array(out, type=t))) > VALUE_LIST_MAX:
-        return None
+    for name in schema.names:
+        raw_type = schema.field(name).type
+        t = _base_type(raw_type)
+        if _has_stats(t) and not name.startswith("__index_level_"):
+            out.append((name, raw_type, t))
     return out
 
 
+def value_list_candidates(table: pa.Table) -> frozenset[str]:
+    """Columns of a chunk that may keep value lists.
+
+    Those of a value-list type whose first rows, and an evenly spread sample of rows
+    (for input sorted by the column), hold at most :data:`VALUE_LIST_MAX` distinct
+    values: a cheap test that only ever rules columns out; the per-slice distinct
+    values decide (:func:`assemble_statistics`).
+    """
+
+    def many(sample: pa.ChunkedArray, raw_type: pa.DataType, t: pa.DataType) -> bool:
+        if raw_type != t and not _widens_exactly(raw_type, t):
+            sample = sample.cast(t)  # e.g. categoricals: count their values
+        return bool(pc.count_distinct(sample).as_py() > VALUE_LIST_MAX)
+
+    out = set()
+    for name, raw_type, t in _stat_columns(table.schema):
+        if not _value_list_type(t):
+            continue
+        col = table.column(name)
+        if len(col) > 4 * _SAMPLE_ROWS:
+            if many(col.slice(0, _SAMPLE_ROWS), raw_type, t):
+                continue
+            step = len(col) // _SAMPLE_ROWS
+            rows = pa.array(np.arange(0, step * _SAMPLE_ROWS, step, dtype=np.int64))
+            if many(col.take(rows), raw_type, t):
+                continue
+        out.add(name)
+    return frozenset(out)
+
+
 _SAMPLE_ROWS = 4096
+
+
+def slice_statistics(
+    table: pa.Table,
+    *,
+    value_list_columns: Iterable[str] = (),
+    bloom_filter_columns: Iterable[str] = (),
+) -> SliceStatistics:
+    """Statistics of one slice as written (partition columns removed).
+
+    Runs on the slice alone, so a writer can compute it right after gathering the
+    slice's rows; :func:`assemble_statistics` combines the slices of a chunk.
+    """
+    candidates = set(value_list_columns)
+    blooms = set(bloom_filter_columns)
+    columns = {}
+    for name, raw_type, t in _stat_columns(table.schema):
+        col = table.column(name)
+        if raw_type != t and not _widens_exactly(raw_type, t):
+            col = col.cast(t)
+        want_bloom = name in blooms and bloom_type_supported(t)
+        columns[name] = _column_stats(col, t, name in candidates, want_bloom)
+    return SliceStatistics(table.num_rows, columns)
+
+
+def assemble_statistics(slices: Sequence[SliceStatistics]) -> pa.Table:
+    """The statistics table of a chunk's slices (one row per slice, same order).
+
+    A column keeps value lists only if every slice has at most
+    :data:`VALUE_LIST_MAX` distinct values and so does the whole chunk.
+    """
+    if not slices:
+        return pa.table({"rows": pa.array([], type=pa.int64())})
+    groups: dict[str, dict[str, pa.Array]] = {g: {} for g in GROUPS}
+    for name, first in slices[0].columns.items():
+        t = first.arrow_type
+        cols = [s.columns[name] for s in slices]
+        keep = first.candidate and all(c.distinct is not None for c in cols)
+        if keep:
+            union = pa.chunked_array([c.distinct for c in cols], type=t)
+            keep = len(pc.unique(union)) <= VALUE_LIST_MAX
+        groups["null_count"][name] = pa.array([c.nulls for c in cols], type=pa.int64())
+        if _minmax_type(t):
+            groups["min"][name] = pa.array([c.low for c in cols], type=t)
+            groups["max"][name] = pa.array([c.high for c in cols], type=t)
+        if _value_list_type(t):
+            lists = [c.values if keep else None for c in cols]
+            groups["value_list"][name] = pa.array(lists, type=pa.list_(t))
+        if first.bloom is not None:
+            groups["bloom"][name] = pa.array([c.bloom for c in cols], type=pa.binary())
+    out: dict[str, pa.Array] = {"rows": pa.array([s.rows for s in slices], type=pa.int64())}
+    for g in GROUPS:
+        if groups[g]:
+            out[g] = pa.StructArray.from_arrays(list(groups[g].values()), list(groups[g]))
+    return pa.table(out)
 
 
 def compute_statistics(
@@ -496,36 +592,14 @@ def compute_statistics(
     """
     if not tables:
         return pa.table({"rows": pa.array([], type=pa.int64())})
-    blooms = set(bloom_filter_columns)
-    first = tables[0].schema
-    groups: dict[str, dict[str, pa.Array]] = {g: {} for g in GROUPS}
-    for name in first.names:
-        raw_type = first.field(name).type
-        t = _base_type(raw_type)
-        if not _has_stats(t) or name.startswith("__index_level_"):
-            continue
-        cols = [tb.column(name) for tb in tables]
-        if raw_type != t and not _widens_exactly(raw_type, t):
-            cols = [c.cast(t) for c in cols]
-        distincts = _slice_distincts(cols, t) if _value_list_type(t) else None
-        want_bloom = name in blooms and bloom_type_supported(t)
-        results = [
-            _column_stats(c, t, distincts[i] if distincts is not None else None, want_bloom)
-            for i, c in enumerate(cols)
+    candidates = value_list_candidates(pa.concat_tables(tables))
+    blooms = list(bloom_filter_columns)
+    return assemble_statistics(
+        [
+            slice_statistics(t, value_list_columns=candidates, bloom_filter_columns=blooms)
+            for t in tables
         ]
-        groups["null_count"][name] = pa.array([r[2] for r in results], type=pa.int64())
-        if _minmax_type(t):
-            groups["min"][name] = pa.array([r[0] for r in results], type=t)
-            groups["max"][name] = pa.array([r[1] for r in results], type=t)
-        if _value_list_type(t):
-            groups["value_list"][name] = pa.array([r[3] for r in results], type=pa.list_(t))
-        if want_bloom:
-            groups["bloom"][name] = pa.array([r[4] for r in results], type=pa.binary())
-    out: dict[str, pa.Array] = {"rows": pa.array([tb.num_rows for tb in tables], type=pa.int64())}
-    for g in GROUPS:
-        if groups[g]:
-            out[g] = pa.StructArray.from_arrays(list(groups[g].values()), list(groups[g]))
-    return pa.table(out)
+    )
 
 
 def with_files(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import uuid as _uuid
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +20,14 @@ from kartoframe.format import naming
 from kartoframe.format.index import check_indexable
 from kartoframe.format.values import render_partition_value
 
-__all__ = ["PartitionSlice", "check_write_columns", "new_file_uuid", "split_partitions"]
+__all__ = [
+    "PartitionPlan",
+    "PartitionSlice",
+    "check_write_columns",
+    "new_file_uuid",
+    "plan_partitions",
+    "split_partitions",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -31,6 +37,44 @@ class PartitionSlice:
     label: str
     values: tuple[Any, ...]
     table: pa.Table
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class PartitionPlan:
+    """How a table splits into files, before any row is copied.
+
+    ``body`` holds the data columns (partition columns removed); group ``i`` is the
+    file with label ``labels[i]`` and key values ``values[i]``, made of the body rows
+    ``order[starts[i]:ends[i]]`` (all rows, in order, when ``order`` is None).
+    :meth:`rows` gathers one group, so a writer can copy, encode and drop the groups
+    one at a time instead of holding a reordered copy of the whole table.
+    """
+
+    body: pa.Table
+    labels: tuple[str, ...]
+    values: tuple[tuple[Any, ...], ...]
+    order: np.ndarray | None
+    starts: np.ndarray
+    ends: np.ndarray
+    sort_by: tuple[str, ...]
+    source: pa.Table  # the body with low-cardinality strings dictionary-encoded
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def rows(self, i: int) -> pa.Table:
+        """The rows of group ``i`` (sorted by ``sort_by``), with the body's schema."""
+        if self.order is None:
+            part = self.body
+        else:
+            part = self.source.take(pa.array(self.order[self.starts[i] : self.ends[i]]))
+            if part.schema != self.body.schema:
+                part = part.cast(self.body.schema)  # decode the dictionary-encoded columns
+        return _sorted(part, self.sort_by)
+
+    def slice(self, i: int) -> PartitionSlice:
+        """Group ``i`` as a :class:`PartitionSlice`."""
+        return PartitionSlice(self.labels[i], self.values[i], self.rows(i))
 
 
 def new_file_uuid() -> str:
@@ -95,17 +139,34 @@ def split_partitions(
     """Cut a table into one slice per distinct partition-value combination.
 
     Slices keep the input row order (a stable sort groups them), optionally sorted by
-    ``sort_by`` inside each slice; partition columns are removed from the slices.
+    ``sort_by`` inside each slice; partition columns are removed from the slices. See
+    :func:`plan_partitions` for the parameters and errors.
+    """
+    plan = plan_partitions(table, partition_on, file_uuid=file_uuid, sort_by=sort_by)
+    return [plan.slice(i) for i in range(len(plan))]
+
+
+def plan_partitions(
+    table: pa.Table,
+    partition_on: Sequence[str],
+    *,
+    file_uuid: str,
+    sort_by: Sequence[str] = (),
+) -> PartitionPlan:
+    """Group a table's rows by their partition values, without copying them.
+
+    Groups come in order of first appearance (as plateau writes them); inside a group
+    rows keep their input order (a stable sort groups them) unless ``sort_by`` is given.
 
     Raises
     ------
     NullPartitionValueError
         A partition column contains nulls.
     """
-    sort_by = list(sort_by)
+    sort_by = tuple(sort_by)
     if not partition_on:
-        data = _sorted(table, sort_by)
-        return [PartitionSlice(file_uuid, (), data)]
+        bounds = np.array([0]), np.array([table.num_rows])
+        return PartitionPlan(table, (file_uuid,), ((),), None, *bounds, sort_by, table)
     for c in partition_on:
         nulls = table[c].null_count
         if nulls:
@@ -113,8 +174,11 @@ def split_partitions(
                 f"Partition column {c!r} contains {nulls} null value(s); null partition "
                 "values cannot be stored. Fill or drop them first."
             )
+    data_cols = [c for c in table.column_names if c not in partition_on]
+    body = table.select(data_cols)
     if table.num_rows == 0:
-        return []
+        none = np.zeros(0, np.int64)
+        return PartitionPlan(body, (), (), none, none, none, sort_by, body)
     codes = np.zeros(table.num_rows, dtype=np.int64)
     n_codes = 1
     for c in partition_on:
@@ -133,34 +197,20 @@ def split_partitions(
         counts = np.bincount(inverse, minlength=len(present))
     offsets = np.concatenate([[0], np.cumsum(counts)])
     first = order[offsets[:-1]]
-    data_cols = [c for c in table.column_names if c not in partition_on]
-    body = _take_columns(table.select(data_cols), pa.array(order))
     # groups in order of first appearance, as plateau does
     appearance = np.argsort(first, kind="stable")
-    out = []
+    starts, ends = offsets[:-1][appearance], offsets[1:][appearance]
     key_rows = table.select(list(partition_on)).take(pa.array(first[appearance]))
     key_values = [key_rows[c].to_pylist() for c in partition_on]
-    for pos, g in enumerate(appearance):
-        values = tuple(kv[pos] for kv in key_values)
-        pairs = [(c, render_partition_value(v)) for c, v in zip(partition_on, values)]
-        label = naming.make_label(pairs, file_uuid)
-        part = body.slice(int(offsets[g]), int(counts[g]))
-        out.append(PartitionSlice(label, values, _sorted(part, sort_by)))
-    return out
-
-
-def _take_columns(table: pa.Table, indices: pa.Array) -> pa.Table:
-    """``table.take(indices)`` with the columns gathered in parallel (Arrow's take is
-    single-threaded per call; it releases the GIL, so threads use every core).
-    """
-    if table.num_columns < 2 or table.num_rows < 100_000:
-        return table.take(indices)
-    from concurrent.futures import ThreadPoolExecutor
-
-    workers = min(table.num_columns, os.cpu_count() or 1)
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        columns = list(pool.map(lambda c: _take(c, indices), table.columns))
-    return pa.Table.from_arrays(columns, schema=table.schema)
+    labels = []
+    values = []
+    for pos in range(len(appearance)):
+        vals = tuple(kv[pos] for kv in key_values)
+        pairs = [(c, render_partition_value(v)) for c, v in zip(partition_on, vals)]
+        labels.append(naming.make_label(pairs, file_uuid))
+        values.append(vals)
+    source = _dictionary_source(body)
+    return PartitionPlan(body, tuple(labels), tuple(values), order, starts, ends, sort_by, source)
 
 
 #: A string column whose first rows hold at most this many distinct values is gathered
@@ -169,25 +219,28 @@ _FEW_DISTINCT = 1024
 _SAMPLE = 4096
 
 
-def _take(column: pa.ChunkedArray, indices: pa.Array) -> pa.ChunkedArray:
-    """``column.take(indices)``; low-cardinality strings go through a dictionary.
+def _dictionary_source(body: pa.Table) -> pa.Table:
+    """``body`` with its low-cardinality string columns dictionary-encoded.
 
-    Gathering millions of variable-length values from random positions is cache-bound
-    (5M short strings: ~200 ms); encoding them once, gathering the integer codes and
-    decoding from the small, cache-resident dictionary yields the same array in ~80 ms.
+    Gathering variable-length values from random positions is cache-bound (5M short
+    strings: ~200 ms); gathering integer codes and decoding them from a small,
+    cache-resident dictionary gives the same values in well under half the time.
     """
-    t = column.type
-    if (
-        column.num_chunks != 1
-        or not (pa.types.is_string(t) or pa.types.is_large_string(t))
-        or len(column) < 8 * _SAMPLE
-        or pc.count_distinct(column.slice(0, _SAMPLE)).as_py() > _FEW_DISTINCT
-    ):
-        return column.take(indices)
-    encoded = pc.dictionary_encode(column.chunk(0))
-    if len(encoded.dictionary) > 4 * _FEW_DISTINCT:
-        return column.take(indices)
-    return pa.chunked_array([encoded.take(indices).cast(t)], type=t)
+    if body.num_rows < 8 * _SAMPLE:
+        return body
+    columns = []
+    for column in body.columns:
+        t = column.type
+        if (
+            column.num_chunks == 1
+            and (pa.types.is_string(t) or pa.types.is_large_string(t))
+            and pc.count_distinct(column.slice(0, _SAMPLE)).as_py() <= _FEW_DISTINCT
+        ):
+            encoded = pc.dictionary_encode(column.chunk(0))
+            if len(encoded.dictionary) <= 4 * _FEW_DISTINCT:
+                column = pa.chunked_array([encoded])
+        columns.append(column)
+    return pa.Table.from_arrays(columns, names=body.column_names)
 
 
 def _sorted(table: pa.Table, sort_by: Sequence[str]) -> pa.Table:

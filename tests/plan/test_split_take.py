@@ -6,23 +6,31 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kartoframe.plan.write import _take, split_partitions
+from kartoframe.plan.write import _dictionary_source, plan_partitions, split_partitions
 
 
 @pytest.mark.parametrize("t", [pa.string(), pa.large_string()])
 @pytest.mark.parametrize("distinct", [3, 1000, 50_000])
-def test_take_equals_arrow_take(t: pa.DataType, distinct: int) -> None:
+def test_group_rows_equal_arrow_take(t: pa.DataType, distinct: int) -> None:
     rng = np.random.default_rng(distinct)
-    n = 60_000
+    n = 120_000
     words = np.array([f"w{i:05d}" for i in range(distinct)], dtype=object)
     values = words[rng.integers(0, distinct, n)].tolist()
     for i in rng.integers(0, n, 500):
         values[i] = None
-    column = pa.chunked_array([pa.array(values, type=t)])
-    indices = pa.array(rng.permutation(n)[: n // 2])
-    got = _take(column, indices)
-    assert got.type == t
-    assert got.equals(column.take(indices))
+    table = pa.table({"p": rng.integers(0, 5, n), "s": pa.array(values, type=t), "i": np.arange(n)})
+    body = table.drop_columns(["p"])
+    encoded = pa.types.is_dictionary(_dictionary_source(body).schema.field("s").type)
+    assert encoded == (distinct <= 1000)
+    plan = plan_partitions(table, ["p"], file_uuid="f")
+    df = table.to_pandas()
+    assert len(plan) == 5
+    for g in range(len(plan)):
+        (p,) = plan.values[g]
+        want = pa.Table.from_pandas(df[df["p"] == p].drop(columns="p"), preserve_index=False)
+        part = plan.rows(g)
+        assert part.schema.field("s").type == t
+        assert part.to_pandas().equals(want.to_pandas())
 
 
 def test_split_with_a_low_cardinality_string_column() -> None:

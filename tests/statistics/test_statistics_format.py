@@ -257,3 +257,15 @@ def test_narrow_types_give_the_statistics_of_their_widened_columns(arrow_type) -
     want = fs.compute_statistics(wide, bloom_filter_columns=["c"])
     assert got.schema == want.schema
     assert got.to_pylist() == want.to_pylist()
+
+
+def test_large_chunks_with_categorical_columns_get_statistics() -> None:
+    """Dictionary (categorical) columns are sampled by their values (regression)."""
+    n = 40_000
+    cat = pa.array(np.array(["b", "a", "c"], dtype=object)[np.arange(n) % 3]).dictionary_encode()
+    table = pa.table({"c": cat, "x": np.arange(n)})
+    rows = _stats(table.slice(0, 20_000), table.slice(20_000))
+    assert [r["value_list"]["c"] for r in rows] == [["a", "b", "c"], ["a", "b", "c"]]
+    assert [(r["min"]["c"], r["max"]["c"]) for r in rows] == [("a", "c"), ("a", "c")]
+    assert [r["value_list"]["x"] for r in rows] == [None, None]
+    assert rows[1]["min"]["x"] == 20_000
