@@ -209,7 +209,7 @@ def plan_partitions(
         pairs = [(c, render_partition_value(v)) for c, v in zip(partition_on, vals)]
         labels.append(naming.make_label(pairs, file_uuid))
         values.append(vals)
-    source = _dictionary_source(body)
+    source = _dictionary_source(_single_chunks(body))
     return PartitionPlan(body, tuple(labels), tuple(values), order, starts, ends, sort_by, source)
 
 
@@ -217,6 +217,21 @@ def plan_partitions(
 #: through its dictionary encoding.
 _FEW_DISTINCT = 1024
 _SAMPLE = 4096
+
+
+def _single_chunks(body: pa.Table) -> pa.Table:
+    """``body`` with every multi-chunk column combined into one chunk.
+
+    A gather from a chunked column resolves chunks for every index (or concatenates
+    them first): paid once per group it made a 5M-row write with 39-chunk string columns
+    (as ``pandas.read_parquet`` returns them) 50 % slower.
+    """
+    if all(c.num_chunks <= 1 for c in body.columns):
+        return body
+    columns = [
+        c if c.num_chunks <= 1 else pa.chunked_array([c.combine_chunks()]) for c in body.columns
+    ]
+    return pa.Table.from_arrays(columns, names=body.column_names)
 
 
 def _dictionary_source(body: pa.Table) -> pa.Table:

@@ -54,3 +54,20 @@ def test_split_with_a_low_cardinality_string_column() -> None:
         got = s.table.to_pandas()
         assert s.table.schema.field("channel").type == pa.large_string()
         assert got.equals(want)
+
+
+def test_multi_chunk_columns_are_gathered_like_single_chunk_ones() -> None:
+    """pandas.read_parquet returns string columns in many chunks (one per row group)."""
+    rng = np.random.default_rng(3)
+    n = 50_000
+    parts = rng.integers(0, 9, n)
+    words = np.array(["a", "bb", "ccc"], dtype=object)[rng.integers(0, 3, n)]
+    single = pa.table({"p": parts, "s": pa.array(words, pa.large_string()), "i": np.arange(n)})
+    chunked = pa.Table.from_batches(single.to_batches(max_chunksize=4_000))
+    assert chunked["s"].num_chunks > 1
+    a = plan_partitions(single, ["p"], file_uuid="f")
+    b = plan_partitions(chunked, ["p"], file_uuid="f")
+    assert a.labels == b.labels
+    for g in range(len(a)):
+        assert b.rows(g).equals(a.rows(g))
+        assert b.rows(g)["s"].num_chunks == 1
