@@ -18,7 +18,13 @@ from kartoframe.execution.kernel import (
 )
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader
-from kartoframe.plan.scan import ScanPlan, needs_statistics, plan_scan, required_index_columns
+from kartoframe.plan.scan import (
+    ScanPlan,
+    index_lookups,
+    needs_statistics,
+    plan_scan,
+    required_index_columns,
+)
 from kartoframe.progress import ProgressBar, progress_enabled
 from kartoframe.storage.resolve import load_dataset, load_indices, load_statistics
 from kartoframe.storage.store import Store
@@ -192,7 +198,8 @@ def plan_read(
     cols = check_columns_arg(columns)
     dispatch = None if dispatch_by is None else str_list(dispatch_by, "dispatch_by")
     need = required_index_columns(loaded, predicates, dispatch)
-    loaded = load_indices(st, loaded, need)
+    # equality lookups read only the index rows of their values: this plan alone uses them
+    loaded = load_indices(st, loaded, need, only=index_lookups(loaded, predicates, dispatch))
     if needs_statistics(loaded, predicates):
         loaded = load_statistics(st, loaded)
     plan = plan_scan(

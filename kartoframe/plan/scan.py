@@ -27,6 +27,7 @@ __all__ = [
     "FilePart",
     "ReadTask",
     "ScanPlan",
+    "index_lookups",
     "needs_statistics",
     "plan_scan",
     "required_index_columns",
@@ -95,6 +96,36 @@ def required_index_columns(
     wanted |= set(dispatch_by or ())
     secondary = set(loaded.metadata.indices) | set(loaded.metadata.embedded_indices)
     return wanted & secondary
+
+
+def index_lookups(
+    loaded: LoadedDataset, predicates: object, dispatch_by: Sequence[str] | None = None
+) -> dict[str, tuple[Any, ...]]:
+    """Index columns whose loaded index may be restricted to a few values.
+
+    A column qualifies when every literal on it, in every conjunction, is ``==`` or
+    ``in`` with non-null values (so the only index rows pruning consults are those
+    values' rows) and it is not a dispatch column (dispatch needs every value). Returns
+    column -> the values to load; the partial index then answers exactly as the full
+    one (see :func:`kartoframe.format.index.index_from_bytes`).
+    """
+    pred = bind(predicates, loaded.schema) if predicates is not None else None
+    if pred is None:
+        return {}
+    files = set(loaded.metadata.indices)  # embedded (legacy) indices are in the header
+    values: dict[str, list[Any]] = {}
+    broad: set[str] = set(dispatch_by or ())
+    for conj in pred.conjunctions:
+        for lit in conj:
+            if lit.column not in files or lit.column in broad:
+                continue
+            if lit.op == "==" and lit.value is not None:
+                values.setdefault(lit.column, []).append(lit.value)
+            elif lit.op == "in" and not lit.has_null:
+                values.setdefault(lit.column, []).extend(lit.value)
+            else:
+                broad.add(lit.column)
+    return {c: tuple(v) for c, v in values.items() if c not in broad}
 
 
 def needs_statistics(loaded: LoadedDataset, predicates: object) -> bool:

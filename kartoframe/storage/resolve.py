@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 
@@ -177,10 +178,21 @@ def loaded_from_state(
     return load_indices(store, loaded, index_columns)
 
 
-def load_indices(store: Store, loaded: LoadedDataset, columns: Iterable[str]) -> LoadedDataset:
-    """Return ``loaded`` with the given secondary indices loaded (others untouched)."""
+def load_indices(
+    store: Store,
+    loaded: LoadedDataset,
+    columns: Iterable[str],
+    only: Mapping[str, Sequence[Any]] | None = None,
+) -> LoadedDataset:
+    """Return ``loaded`` with the given secondary indices loaded (others untouched).
+
+    ``only`` restricts the index files of some columns to the rows of a few values
+    (see :func:`kartoframe.plan.scan.index_lookups`): the result is then good for
+    planning that one query only, never for writing or for other queries.
+    """
     md = loaded.metadata
     indices = dict(loaded.indices)
+    only = only or {}
     for col in columns:
         if col in indices:
             continue
@@ -189,7 +201,7 @@ def load_indices(store: Store, loaded: LoadedDataset, columns: Iterable[str]) ->
             data = store.get_or_none(key)
             if data is None:
                 raise CorruptMetadataError(f"Index file {key!r} of dataset {md.uuid!r} is missing.")
-            idx = index_from_bytes(data, col, origin=repr(key))
+            idx = index_from_bytes(data, col, origin=repr(key), only=only.get(col))
         elif col in md.embedded_indices:
             t = loaded.schema.field(col).type if col in loaded.schema.names else pa.string()
             idx = index_from_embedded(col, t, md.embedded_indices[col])
