@@ -140,3 +140,33 @@ def test_kartoframe_reads_and_updates_plateau_dataset(tmp_path) -> None:
     assert kf.read_table("ds", url)["q"].isin(["a b", "ü/€"]).all()
     # plateau's own index is maintained by our update
     assert len(kf.read_table("ds", url, predicates=[[("s", "==", "s4")]])) == 2
+
+
+def test_plateau_reads_multi_row_group_index_files(tmp_path, monkeypatch) -> None:
+    """Index files in value-sorted row groups (large indices) are plain Parquet to plateau."""
+    import pyarrow.parquet as pq
+    from plateau.core.dataset import DatasetMetadata
+
+    from kartoframe.format import index as fi
+
+    monkeypatch.setattr(fi, "LABELS_PER_ROW_GROUP", 16)
+    monkeypatch.setattr(fi, "MIN_VALUES_PER_ROW_GROUP", 2)
+    rng = np.random.default_rng(2)
+    n = 2_000
+    df = pd.DataFrame(
+        {"p": rng.integers(0, 8, n), "i": rng.integers(0, 300, n), "s": rng.random(n)}
+    )
+    url = f"{tmp_path}/store"
+    kf.store_dataframes_as_dataset(
+        store=url, dataset_uuid="ds", dfs=[df], partition_on=["p"], secondary_indices=["i"]
+    )
+    (key,) = kf.read_dataset_metadata("ds", url).indices.values()
+    assert pq.ParquetFile(f"{url}/{key}").metadata.num_row_groups > 10
+    md = DatasetMetadata.load_from_store("ds", f"hfs://{url}").load_index("i", f"hfs://{url}")
+    theirs = {int(v): lb for v, lb in md.indices["i"].index_dct.items()}
+    assert len(theirs) == df["i"].nunique()  # every row group was read
+    for value in (0, 17, 299):
+        labels = {lb.rsplit("/", 1)[0] for lb in theirs.get(value, [])}
+        assert labels == {f"p={p}" for p in df.loc[df["i"] == value, "p"].unique()}
+    sel = plateau.read_table("ds", f"hfs://{url}", predicates=[[("i", "==", 17)]])
+    assert sorted(sel["s"]) == sorted(df.loc[df["i"] == 17, "s"])
