@@ -291,7 +291,7 @@ def _index_from_bytes(
     if not (pa.types.is_list(pt) or pa.types.is_large_list(pt)):
         raise CorruptMetadataError(f"Index file {origin}: 'partition' must be a list, got {pt}.")
     try:
-        out = pa.table(
+        return pa.table(
             {
                 column: table[column].cast(normalize_type(vt)),
                 PARTITION_COLUMN: table[PARTITION_COLUMN].cast(pa.list_(pa.string())),
@@ -299,7 +299,6 @@ def _index_from_bytes(
         )
     except (pa.ArrowException, ValueError) as e:
         raise CorruptMetadataError(f"Index file {origin} has unusable types: {e}") from e
-    return out
 
 
 def _read_value_groups(data: bytes, column: str, only: Sequence[Any]) -> pa.Table:
@@ -311,18 +310,19 @@ def _read_value_groups(data: bytes, column: str, only: Sequence[Any]) -> pa.Tabl
     """
     pf = pq.ParquetFile(reader(data))
     md = pf.metadata
-    names = pf.schema_arrow.names
-    if column not in names or md.num_row_groups <= 1:
+    if md.num_row_groups <= 1:
         return pf.read(use_threads=False)
+    leaves = [md.row_group(0).column(j).path_in_schema for j in range(md.num_columns)]
+    if column not in leaves:
+        return pf.read(use_threads=False)  # the caller reports the missing column
     t = pf.schema_arrow.field(column).type
     if not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)):
         return pf.read(use_threads=False)
-    leaves = [md.row_group(0).column(j).path_in_schema for j in range(md.num_columns)]
-    leaf = leaves.index(column) if column in leaves else None
+    leaf = leaves.index(column)
     values = sorted(only)
     keep = []
     for i in range(md.num_row_groups):
-        stats = md.row_group(i).column(leaf).statistics if leaf is not None else None
+        stats = md.row_group(i).column(leaf).statistics
         if stats is None or not stats.has_min_max:
             keep.append(i)
             continue

@@ -481,6 +481,15 @@ def _stat_columns(schema: pa.Schema) -> list[tuple[str, pa.DataType, pa.DataType
     return out
 
 
+def _as_stat_type(col: pa.ChunkedArray, raw_type: pa.DataType, t: pa.DataType) -> pa.ChunkedArray:
+    """``col`` cast to its statistics type, unless that widening is exact (see
+    :func:`_widens_exactly`: statistics of narrow columns are cast, not the columns).
+    """
+    if raw_type != t and not _widens_exactly(raw_type, t):
+        return col.cast(t)
+    return col
+
+
 def value_list_candidates(table: pa.Table) -> frozenset[str]:
     """Columns of a chunk that may keep value lists.
 
@@ -491,8 +500,7 @@ def value_list_candidates(table: pa.Table) -> frozenset[str]:
     """
 
     def many(sample: pa.ChunkedArray, raw_type: pa.DataType, t: pa.DataType) -> bool:
-        if raw_type != t and not _widens_exactly(raw_type, t):
-            sample = sample.cast(t)  # e.g. categoricals: count their values
+        sample = _as_stat_type(sample, raw_type, t)  # e.g. categoricals: count their values
         return bool(pc.count_distinct(sample).as_py() > VALUE_LIST_MAX)
 
     out = set()
@@ -529,9 +537,7 @@ def slice_statistics(
     blooms = set(bloom_filter_columns)
     columns = {}
     for name, raw_type, t in _stat_columns(table.schema):
-        col = table.column(name)
-        if raw_type != t and not _widens_exactly(raw_type, t):
-            col = col.cast(t)
+        col = _as_stat_type(table.column(name), raw_type, t)
         want_bloom = name in blooms and bloom_type_supported(t)
         columns[name] = _column_stats(col, t, name in candidates, want_bloom)
     return SliceStatistics(table.num_rows, columns)

@@ -20,23 +20,7 @@ from kartoframe.format import naming
 from kartoframe.format.index import check_indexable
 from kartoframe.format.values import render_partition_value
 
-__all__ = [
-    "PartitionPlan",
-    "PartitionSlice",
-    "check_write_columns",
-    "new_file_uuid",
-    "plan_partitions",
-    "split_partitions",
-]
-
-
-@dataclasses.dataclass(frozen=True, slots=True, eq=False)
-class PartitionSlice:
-    """One file to write: its label, key values and rows (partition columns removed)."""
-
-    label: str
-    values: tuple[Any, ...]
-    table: pa.Table
+__all__ = ["PartitionPlan", "check_write_columns", "new_file_uuid", "plan_partitions"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -71,10 +55,6 @@ class PartitionPlan:
             if part.schema != self.body.schema:
                 part = part.cast(self.body.schema)  # decode the dictionary-encoded columns
         return _sorted(part, self.sort_by)
-
-    def slice(self, i: int) -> PartitionSlice:
-        """Group ``i`` as a :class:`PartitionSlice`."""
-        return PartitionSlice(self.labels[i], self.values[i], self.rows(i))
 
 
 def new_file_uuid() -> str:
@@ -127,23 +107,6 @@ def check_write_columns(
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     enc = pc.dictionary_encode(column).combine_chunks()
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
-
-
-def split_partitions(
-    table: pa.Table,
-    partition_on: Sequence[str],
-    *,
-    file_uuid: str,
-    sort_by: Sequence[str] = (),
-) -> list[PartitionSlice]:
-    """Cut a table into one slice per distinct partition-value combination.
-
-    Slices keep the input row order (a stable sort groups them), optionally sorted by
-    ``sort_by`` inside each slice; partition columns are removed from the slices. See
-    :func:`plan_partitions` for the parameters and errors.
-    """
-    plan = plan_partitions(table, partition_on, file_uuid=file_uuid, sort_by=sort_by)
-    return [plan.slice(i) for i in range(len(plan))]
 
 
 def plan_partitions(

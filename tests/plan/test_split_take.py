@@ -1,4 +1,4 @@
-"""split_partitions gathers low-cardinality strings through a dictionary: same result."""
+"""plan_partitions gathers low-cardinality strings through a dictionary: same result."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kartoframe.plan.write import _dictionary_source, plan_partitions, split_partitions
+from kartoframe.plan.write import _dictionary_source, plan_partitions
 
 
 @pytest.mark.parametrize("t", [pa.string(), pa.large_string()])
@@ -46,14 +46,14 @@ def test_split_with_a_low_cardinality_string_column() -> None:
             "x": pa.array(np.arange(n)),
         }
     )
-    slices = split_partitions(table, ["p"], file_uuid="f")
+    plan = plan_partitions(table, ["p"], file_uuid="f")
     df = table.to_pandas()
-    for s in slices:
-        (value,) = s.values
+    assert len(plan) == 7
+    for g, (value,) in enumerate(plan.values):
         want = df[df["p"] == value].drop(columns="p").reset_index(drop=True)
-        got = s.table.to_pandas()
-        assert s.table.schema.field("channel").type == pa.large_string()
-        assert got.equals(want)
+        rows = plan.rows(g)
+        assert rows.schema.field("channel").type == pa.large_string()
+        assert rows.to_pandas().equals(want)
 
 
 def test_multi_chunk_columns_are_gathered_like_single_chunk_ones() -> None:
