@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Sequence
 
@@ -55,11 +56,30 @@ Examples:
 """
 
 
+#: A line holding only ``\b`` as two characters: what a raw docstring (``r"""``) makes
+#: of click's "do not rewrap the next paragraph" marker, which is the control character.
+_LITERAL_NO_WRAP = re.compile(r"^([ \t]*)\\b[ \t]*$", re.M)
+
+
+def _no_wrap_markers(text: str | None) -> str | None:
+    r"""Turn literal ``\b`` lines into click's marker (else it is printed and rewrapped)."""
+    return None if text is None else _LITERAL_NO_WRAP.sub("\\1\b", text)
+
+
 class _Group(click.Group):
-    """Commands listed in the order they were added (inspection first), not sorted."""
+    r"""Commands listed in the order they were added (inspection first), not sorted.
+
+    Every added command's help and epilog keep their example blocks unwrapped: a raw
+    docstring's literal ``\b`` lines become click's marker.
+    """
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands)
+
+    def add_command(self, cmd: click.Command, name: str | None = None) -> None:
+        cmd.help = _no_wrap_markers(cmd.help)
+        cmd.epilog = _no_wrap_markers(cmd.epilog)
+        super().add_command(cmd, name)
 
 
 @click.group(
