@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 PIP_FLAGS ?= --disable-pip-version-check -q
 
-.PHONY: demo test lint typecheck pytest java venv bench compare docs clean
+.PHONY: demo test lint typecheck pytest test-explore java venv bench compare docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,8 +41,14 @@ KT53 := .venv-kartothek53/bin/python
 $(KT53): tests/golden/make_kartothek53_env.sh
 	bash tests/golden/make_kartothek53_env.sh
 
+# Hypothesis profiles (tests/conftest.py): "ci" replays the same derandomised examples on every
+# run; `make test-explore` draws fresh random ones to look for new counterexamples.
+HYPOTHESIS_PROFILE ?= ci
 pytest: $(STAMP) java $(KT53)
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest $(PYTEST_ARGS)
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest --hypothesis-profile=$(HYPOTHESIS_PROFILE) $(PYTEST_ARGS)
+
+test-explore:
+	$(MAKE) pytest HYPOTHESIS_PROFILE=explore
 
 test: lint typecheck docs pytest
 

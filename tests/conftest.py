@@ -13,6 +13,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import hypothesis
 import pytest
 
 import kartoframe as kf
@@ -23,6 +24,24 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 # Spark's Python workers must run this interpreter (the one with kartoframe installed),
 # whichever test starts the first SparkSession (the docs examples do, too)
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+# Hypothesis: CI (CI=true, and `make test`) runs the same examples every time — seeded by each
+# test's name, no example database, no timing-based deadline or health check — and prints the
+# blob that reproduces a failure. `make test-explore` (profile "explore") draws fresh random
+# examples and keeps the local example database, to look for new counterexamples.
+hypothesis.settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[hypothesis.HealthCheck.too_slow],
+)
+hypothesis.settings.register_profile(
+    "explore", parent=hypothesis.settings.get_profile("default"), deadline=None, print_blob=True
+)
+if os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}:
+    hypothesis.settings.load_profile("ci")
 
 
 @pytest.fixture
