@@ -30,6 +30,7 @@ import fsspec
 import pyarrow.fs as pafs
 
 from kartoframe.errors import (
+    CorruptMetadataError,
     InvalidInputError,
     InvalidTypeError,
     KartoframeError,
@@ -37,6 +38,7 @@ from kartoframe.errors import (
     StorageError,
     UnsafePathError,
 )
+from kartoframe.storage import kvstore
 
 __all__ = ["Store", "ensure_store"]
 
@@ -414,7 +416,10 @@ class Store:
         """
         path = self.path(key)
         if self.is_local:
-            return self._call("put_if_absent", key, lambda: _local_publish(path, data, False))
+            created = self._call("put_if_absent", key, lambda: _local_publish(path, data, False))
+            if not created and os.path.isdir(path):
+                raise _directory_at(key, self.display_url)
+            return created
         attempts = 0
 
         def _create() -> bool:
@@ -423,6 +428,8 @@ class Store:
             try:
                 if self._protocol == "memory":
                     with _memory_lock:
+                        if self.fs.isdir(path):
+                            raise _directory_at(key, self.display_url)
                         if self.fs.exists(path):
                             raise FileExistsError(path)
                         self.fs.pipe_file(path, data)
@@ -465,22 +472,44 @@ class Store:
     def delete_many(self, keys: Iterable[str]) -> None:
         """Delete several keys (missing ones are ignored).
 
-        All keys are checked before anything is deleted.
+        All keys are checked before anything is deleted. A key that cannot be deleted
+        does not stop the others: every key is attempted, then one :class:`StorageError`
+        lists the keys that failed (the first failure is its ``__cause__``).
+
+        Raises
+        ------
+        StorageError
+            Some keys could not be deleted (the message names each of them).
         """
         keys = list(keys)
         paths = [self.path(k) for k in keys]
         if not keys:
             return
-        if self.is_local or self._protocol == "memory":
-            for k in keys:
+        if not (self.is_local or self._protocol == "memory"):
+
+            def _rm() -> None:
+                with contextlib.suppress(FileNotFoundError):
+                    self.fs.rm(paths)
+
+            label = keys[0] if len(keys) == 1 else f"{keys[0]} (+{len(keys) - 1})"
+            try:
+                self._call("delete", label, _rm)
+                return
+            except StorageError:
+                pass  # a batch can fail for some keys only: delete one by one below
+        failed: list[tuple[str, BaseException]] = []
+        for k in keys:
+            try:
                 self.delete(k)
-            return
-
-        def _rm() -> None:
-            with contextlib.suppress(FileNotFoundError):
-                self.fs.rm(paths)
-
-        self._call("delete", keys[0] if len(keys) == 1 else f"{keys[0]} (+{len(keys) - 1})", _rm)
+            except Exception as e:  # noqa: BLE001  (collected, raised below)
+                failed.append((k, e))
+        if failed:
+            listed = "; ".join(f"{k!r}: {e}" for k, e in failed[:10])
+            more = f" (and {len(failed) - 10} more)" if len(failed) > 10 else ""
+            raise StorageError(
+                f"Could not delete {len(failed)} of {len(keys)} keys in {self.display_url}: "
+                f"{listed}{more}"
+            ) from failed[0][1]
 
     def exists(self, key: str) -> bool:
         """Whether a key exists (a "directory" is not a key)."""
@@ -568,6 +597,8 @@ class Store:
     @property
     def supports_conditional_put(self) -> bool:
         """Whether :meth:`put_if_absent` is atomic on this filesystem."""
+        if getattr(self._filesystem, "kartoframe_atomic_create", False):
+            return True  # an adapted key-value store (kvstore.py) that can create atomically
         return self._protocol in ("file", "memory", "s3", "s3a", "gs", "gcs", "abfs", "az")
 
     def with_retry(self, what: str, key: str, fn: Callable[[], T]) -> T:
@@ -624,6 +655,14 @@ def _check_key(key: str, allow_trailing: bool = False) -> None:
     for p in parts:
         if p in ("", ".", ".."):
             raise UnsafePathError(f"Unsafe key {key!r}: empty, '.' or '..' component.")
+
+
+def _directory_at(key: str, where: str) -> CorruptMetadataError:
+    """The error for a folder found where a key must be created (a corrupt layout)."""
+    return CorruptMetadataError(
+        f"Cannot create {key!r} in {where}: a directory exists at that key. No writer "
+        "creates directories there, so the dataset's layout is corrupt; remove it by hand."
+    )
 
 
 def _prune_empty_dirs(directory: str, root: str) -> None:
@@ -687,7 +726,8 @@ def ensure_store(store: Store | str | os.PathLike[str] | Callable[[], Any]) -> S
     """Normalise the ``store`` argument of every public function.
 
     Accepts a :class:`Store`, a URL string or local path (``str`` or ``pathlib.Path``),
-    or a zero-argument factory returning one of those.
+    a simplekv/minimalkv key-value store (see :mod:`kartoframe.storage.kvstore`), or a
+    zero-argument factory returning one of those.
 
     Raises
     ------
@@ -704,15 +744,19 @@ def ensure_store(store: Store | str | os.PathLike[str] | Callable[[], Any]) -> S
         path = os.fspath(store)
         if isinstance(path, str):
             return Store(path)
+    elif kvstore.is_kvstore(store):  # a simplekv/minimalkv store object
+        return kvstore.store_from_kvstore(store)
     elif callable(store):
         made = store()
         if isinstance(made, Store | str) or (
             isinstance(made, os.PathLike) and isinstance(os.fspath(made), str)
         ):
             return ensure_store(made)
+        if kvstore.is_kvstore(made):  # plateau's store factories
+            return kvstore.store_from_kvstore(made)
         raise InvalidTypeError(
             f"The store factory {store!r} returned {type(made).__name__}; it must return a "
-            "kartoframe.Store or a URL string."
+            "kartoframe.Store, a URL string or a simplekv/minimalkv key-value store."
         )
     raise InvalidTypeError(
         f"store must be a kartoframe.Store, a URL string or a factory, got {type(store).__name__}."
