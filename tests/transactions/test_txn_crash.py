@@ -20,6 +20,7 @@ import json
 import os
 import random
 import signal
+import subprocess
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -83,6 +84,17 @@ def _rows_ok(df: pd.DataFrame) -> None:
     assert all(n == 3 for k, n in counts.items() if k >= 0), "a partial commit is visible"
 
 
+def _wait_for_commits(journal: Path, n: int, proc: subprocess.Popen[bytes]) -> None:
+    """Wait (bounded) until the writer has journaled ``n`` finished commits in this round."""
+    deadline = time.monotonic() + 120
+    while sum('"done"' in line for line in journal.read_text().splitlines()) < n:
+        assert proc.poll() is None, "the writer died: " + (
+            proc.stderr.read().decode() if proc.stderr else ""
+        )
+        assert time.monotonic() < deadline, f"the writer did not commit {n} times in 120 s"
+        time.sleep(0.005)
+
+
 @pytest.mark.slow
 def test_sigkill_at_random_points(tmp_path: Path, workers: Workers) -> None:
     root = tmp_path / "store"
@@ -114,8 +126,11 @@ def test_sigkill_at_random_points(tmp_path: Path, workers: Workers) -> None:
             start=start,
         )
         w.release()
-        time.sleep(rng.uniform(0.05, 0.8))
         proc = w.procs[0][0]
+        # kill after a drawn number of commits (so the writer commits between kills whatever
+        # the machine's speed), at a drawn point inside the next ones
+        _wait_for_commits(journal, rng.randint(1, 3), proc)
+        time.sleep(rng.uniform(0.0, 0.05))
         assert proc.poll() is None, "the writer must still be running when it is killed"
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 import kartoframe as kf
 from kartoframe.execution.write import write_chunk
-from kartoframe.format import naming
+from kartoframe.format import naming, txlog
 from kartoframe.storage import log
 from kartoframe.storage.resolve import load_dataset
 from kartoframe.storage.retention import retained_versions
@@ -106,16 +107,28 @@ def test_window_boundaries(three_versions: kf.Store) -> None:
     assert set(v0) <= kept.referenced
 
 
-def test_vacuum_keeps_files_of_running_writes(tmp_path: Path) -> None:
-    store = kf.Store(f"file://{tmp_path}/store")
+def test_vacuum_keeps_files_of_running_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "store"
+    store = kf.Store(f"file://{root}")
+    # versions 0 and 1 are committed two hours ago (their log timestamps and file times), so
+    # the outcome does not depend on how fast this machine runs the steps below
+    real_now = txlog.now_ms
+    monkeypatch.setattr(txlog, "now_ms", lambda: real_now() - 2 * HOUR_MS)
     kf.store_dataframes_as_dataset(store, "ds", [frame(0)], partition_on=["p"])
+    v0_files = data_files(store)
     replace(store, 1)
-    time.sleep(1.2)
+    monkeypatch.setattr(txlog, "now_ms", real_now)
+    past = time.time() - 2 * 3600
+    for path in root.rglob("*"):
+        os.utime(path, (past, past))
     replace(store, 2)
     inflight = write_chunk(store, "ds", frame(9), partition_on=["p"]).partitions[0].key
-    # a one-second window (forced): version 0 expired, version 1 was current until just now
-    gone = kf.vacuum_dataset("ds", store, retention_hours=1 / 3600, force=True)
+    # a one-hour window (forced): version 0 expired, version 1 was current until just now
+    gone = kf.vacuum_dataset("ds", store, retention_hours=1, force=True)
     assert inflight not in gone and store.exists(inflight), "a running write's file is new"
+    assert v0_files <= set(gone), "version 0's files are older than the window"
     v0 = set(load_dataset(store, "ds", version=1).metadata.partitions.values())
     assert v0 <= data_files(store)
     assert ks(store, version=1) == [1, 1] and ks(store) == [2, 2]
