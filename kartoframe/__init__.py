@@ -13,6 +13,7 @@ matter of changing the import::
 from __future__ import annotations
 
 from kartoframe.api import accessor as _accessor  # noqa: F401  (registers df.karto)
+from kartoframe.api.check import CheckReport, Finding, check_cube, check_dataset
 from kartoframe.api.copy import copy_dataset
 from kartoframe.api.cube import (
     append_to_cube,
@@ -124,6 +125,10 @@ __all__ = [
     "create_empty_dataset_header",
     "delete_dataset",
     "garbage_collect_dataset",
+    "CheckReport",
+    "Finding",
+    "check_cube",
+    "check_dataset",
     "CommitRecord",
     "dataset_history",
     "vacuum_dataset",

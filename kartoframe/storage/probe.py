@@ -1,0 +1,73 @@
+"""Reads for :func:`kartoframe.check_dataset`: many files at once, each failure kept.
+
+A check must go on after a file fails to read, so these functions return the error of
+each key in place of its content instead of raising the first one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kartoframe.format.arrow_memory import reader
+from kartoframe.storage.parquet import read_footer
+from kartoframe.storage.store import Store
+
+__all__ = ["PROBE_ERRORS", "fetch_many", "read_data_files", "read_footers"]
+
+T = TypeVar("T")
+
+#: Failures a probe reports per key: missing (``FileNotFoundError``), store failures
+#: (``StorageError``), undecodable bytes (``ArrowInvalid`` and friends).
+PROBE_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError, pa.ArrowException)
+
+
+def _each(
+    keys: Sequence[str], fn: Callable[[str], T], max_workers: int
+) -> dict[str, T | BaseException]:
+    def _one(key: str) -> T | BaseException:
+        try:
+            return fn(key)
+        except PROBE_ERRORS as e:
+            return e
+
+    if len(keys) <= 1:
+        return {k: _one(k) for k in keys}
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(keys))) as pool:
+        return dict(zip(keys, pool.map(_one, keys)))
+
+
+def read_footers(
+    store: Store, keys: Sequence[str], *, max_workers: int = 16
+) -> dict[str, pq.FileMetaData | BaseException]:
+    """The Parquet footer of each key (ranged reads, concurrently), or its read error."""
+    return _each(keys, lambda k: read_footer(store, k), max_workers)
+
+
+def fetch_many(
+    store: Store, keys: Sequence[str], *, max_workers: int = 8
+) -> dict[str, bytes | BaseException | None]:
+    """The bytes of each key (None: it does not exist), or its read error."""
+    return _each(keys, store.get_or_none, max_workers)
+
+
+def read_data_files(
+    store: Store,
+    keys: Sequence[str],
+    reduce: Callable[[pa.Table], T],
+    *,
+    max_workers: int = 4,
+) -> dict[str, T | BaseException]:
+    """Each Parquet object decoded in full (every data page) and reduced, or its error.
+
+    Only ``reduce(table)`` is kept, so memory holds a few files at a time.
+    """
+
+    def _read(key: str) -> T:
+        return reduce(pq.ParquetFile(reader(store.get(key))).read(use_threads=False))
+
+    return _each(keys, _read, max_workers)
