@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import click
 
+from kartoframe.cli._check import EXIT_PROBLEMS, check_command
 from kartoframe.cli._common import (
     ENV_STORAGE_OPTIONS,
     EXIT_BAD_INPUT,
@@ -44,6 +45,7 @@ Exit codes:
   {EXIT_BAD_INPUT}  bad input (usage, invalid names or conditions, missing --yes)
   {EXIT_NOT_FOUND}  not found (dataset, cube or store)
   {EXIT_CONFLICT}  conflict (target exists, concurrent change)
+  {EXIT_PROBLEMS}  check found problems
 
 \b
 Examples:
@@ -147,6 +149,7 @@ for _command in (
     stats_command,
     schema_command,
     history_command,
+    check_command,
     query_command,
     index_command,
     gc_command,
@@ -238,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns
     -------
     int
-        0 success, 1 error, 2 bad input, 3 not found, 4 conflict, 130 interrupted.
+        0 success, 1 error, 2 bad input, 3 not found, 4 conflict, 5 check found
+        problems, 130 interrupted.
     """
     args = _hoist_group_options(list(sys.argv[1:] if argv is None else argv))
     as_json = "--json" in args
