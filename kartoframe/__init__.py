@@ -13,6 +13,11 @@ matter of changing the import::
 from __future__ import annotations
 
 from kartoframe.api import accessor as _accessor  # noqa: F401  (registers df.karto)
+from kartoframe.api.bag import (
+    build_dataset_indices__bag,
+    read_dataset_as_dataframe_bag,
+    store_bag_as_dataset,
+)
 from kartoframe.api.check import CheckReport, Finding, check_cube, check_dataset
 from kartoframe.api.copy import copy_dataset
 from kartoframe.api.cube import (
@@ -39,6 +44,13 @@ from kartoframe.api.dask import (
     store_dataset_from_ddf,
     update_dataset_from_ddf,
 )
+from kartoframe.api.delayed import (
+    delete_dataset__delayed,
+    garbage_collect_dataset__delayed,
+    read_dataset_as_delayed,
+    store_delayed_as_dataset,
+    update_dataset_from_delayed,
+)
 from kartoframe.api.history import CommitRecord, dataset_history, vacuum_dataset
 from kartoframe.api.maintenance import (
     build_dataset_indices,
@@ -55,6 +67,15 @@ from kartoframe.api.read import (
 from kartoframe.api.schema import SchemaEvent, read_dataset_schema, schema_history
 from kartoframe.api.statistics import build_dataset_statistics, dataset_statistics
 from kartoframe.api.stats import collect_dataset_metadata, hash_dataset
+from kartoframe.api.utils import (
+    empty_dataframe_from_schema,
+    ensure_store,
+    lazy_store,
+    make_meta,
+    normalize_column_order,
+    normalize_type,
+    validate_compatible,
+)
 from kartoframe.api.write import (
     DatasetMetadataResult,
     MetaPartition,
@@ -172,4 +193,20 @@ __all__ = [
     "remove_partitions",
     "update_cube",
     "update_cube_from_dataframe",
+    # plateau's delayed and bag API and utilities (plateau.api.dataset)
+    "build_dataset_indices__bag",
+    "delete_dataset__delayed",
+    "empty_dataframe_from_schema",
+    "ensure_store",
+    "garbage_collect_dataset__delayed",
+    "lazy_store",
+    "make_meta",
+    "normalize_column_order",
+    "normalize_type",
+    "read_dataset_as_dataframe_bag",
+    "read_dataset_as_delayed",
+    "store_bag_as_dataset",
+    "store_delayed_as_dataset",
+    "update_dataset_from_delayed",
+    "validate_compatible",
 ]

@@ -20,6 +20,7 @@ from kartoframe.api._args import (
     serializer_arg,
     str_list,
 )
+from kartoframe.api.compat import resolve_factory, table_name_arg
 from kartoframe.api.write import (
     DatasetMetadataResult,
     MetadataArg,
@@ -141,9 +142,10 @@ def plan_loaded_read(
 
 
 def read_dataset_as_ddf(
-    dataset_uuid: str,
-    store: StoreInput,
+    dataset_uuid: str | None = None,
+    store: StoreInput | None = None,
     *,
+    table: str | None = None,
     columns: Sequence[str] | None = None,
     predicates: object = None,
     dispatch_by: Sequence[str] | None = None,
@@ -153,6 +155,7 @@ def read_dataset_as_ddf(
     dask_index_on: str | None = None,
     version: int | None = None,
     as_of: object = None,
+    factory: Any = None,
 ) -> Any:
     """Read a dataset as a lazy ``dask.dataframe.DataFrame``.
 
@@ -190,6 +193,11 @@ def read_dataset_as_ddf(
         Cannot be combined with ``dispatch_by``.
     version, as_of
         Read a past version (time travel), as in :func:`kartoframe.read_table`.
+    table
+        plateau's name of the table to read; it must be the dataset's table (default:
+        whichever it is).
+    factory
+        plateau's ``DatasetFactory`` instead of ``dataset_uuid`` and ``store``.
 
     Returns
     -------
@@ -224,10 +232,11 @@ def read_dataset_as_ddf(
     de.dask_modules()
     if not isinstance(predicate_pushdown_to_io, bool):
         raise InvalidInputError("predicate_pushdown_to_io must be a bool.")
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     with de.gc_paused():
         plan, st, loaded, output = plan_ddf_read(
-            dataset_uuid,
-            store,
+            check_uuid(dataset_uuid),
+            ensure_store(store),
             columns=columns,
             predicates=predicates,
             dispatch_by=dispatch_by,
@@ -237,6 +246,11 @@ def read_dataset_as_ddf(
             version=version,
             as_of=as_of,
         )
+        if table is not None and table != loaded.metadata.table_name:
+            raise InvalidInputError(
+                f"Dataset {loaded.metadata.uuid!r} has no table {table!r} (its table is "
+                f"{loaded.metadata.table_name!r})."
+            )
         cats = de.known_categories(loaded, plan.categoricals, dates_as_object=dates_as_object)
         token = de.plan_token(
             plan, st, loaded.header_bytes, dask_index_on, de.categories_token(cats)
@@ -330,6 +344,8 @@ def store_dataset_from_ddf(
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,
+    table: str | None = None,
+    metadata_merger: Callable[..., Any] | None = None,
 ) -> Any:
     """Write a dask DataFrame as a new dataset; returns a lazy object that commits once.
 
@@ -381,6 +397,10 @@ def store_dataset_from_ddf(
     app_id, app_version, commit_info
         Idempotent writes and commit information, as in
         :func:`kartoframe.store_dataframes_as_dataset` (checked when the graph commits).
+    table
+        plateau's name for ``table_name``.
+    metadata_merger
+        Accepted for plateau compatibility (a new dataset has no metadata to merge).
 
     Returns
     -------
@@ -408,6 +428,8 @@ def store_dataset_from_ddf(
 
     de.dask_modules()
     _check_ddf(ddf, allow_none=False)
+    del metadata_merger
+    table_name = table_name_arg(table, table_name)
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
     fmt = check_format(metadata_storage_format)
@@ -469,8 +491,8 @@ def store_dataset_from_ddf(
 
 def update_dataset_from_ddf(
     ddf: Any,
-    store: StoreInput,
-    dataset_uuid: str,
+    store: StoreInput | None = None,
+    dataset_uuid: str | None = None,
     delete_scope: Sequence[Mapping[str, Any]] | None = None,
     metadata: MetadataArg = None,
     df_serializer: ParquetSerializer | None = None,
@@ -489,6 +511,8 @@ def update_dataset_from_ddf(
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,
+    table: str | None = None,
+    factory: Any = None,
 ) -> Any:
     """Add a dask DataFrame to a dataset and/or delete partitions; lazy, one commit.
 
@@ -531,6 +555,10 @@ def update_dataset_from_ddf(
     app_id, app_version, commit_info
         Idempotent writes and commit information, as in
         :func:`kartoframe.store_dataframes_as_dataset` (checked when the graph commits).
+    table
+        plateau's name for ``table_name``.
+    factory
+        plateau's ``DatasetFactory`` instead of ``dataset_uuid`` and ``store``.
 
     Returns
     -------
@@ -555,6 +583,8 @@ def update_dataset_from_ddf(
     de.dask_modules()
     _check_ddf(ddf, allow_none=True)
     del metadata_merger
+    table_name = table_name_arg(table, table_name)
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
     check_metadata_version(default_metadata_version)

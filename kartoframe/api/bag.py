@@ -1,0 +1,230 @@
+"""plateau's ``dask.bag`` API on kartoframe's plans.
+
+``read_dataset_as_dataframe_bag`` is a bag whose items are the DataFrames of
+:func:`~kartoframe.api.delayed.read_dataset_as_delayed` (one per planned read task);
+``store_bag_as_dataset`` writes every bag partition in one task and commits once;
+``build_dataset_indices__bag`` reads the index columns of each file in its own task and
+commits the rebuilt indices in one final task.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
+from kartoframe.api.compat import resolve_factory
+from kartoframe.api.delayed import read_dataset_as_delayed, store_delayed_as_dataset
+from kartoframe.api.write import DatasetMetadataResult
+from kartoframe.errors import ColumnNotFoundError, InvalidInputError, InvalidTypeError
+from kartoframe.execution.kernel import read_task_table
+from kartoframe.execution.write import (
+    ChunkResult,
+    ParquetSerializer,
+    WrittenPartition,
+    commit_write,
+)
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.index import check_indexable, index_value_pairs
+from kartoframe.plan.scan import ReadTask, ScanPlan, plan_scan
+from kartoframe.storage.resolve import load_dataset
+from kartoframe.storage.store import Store
+
+__all__ = [
+    "build_dataset_indices__bag",
+    "read_dataset_as_dataframe_bag",
+    "store_bag_as_dataset",
+]
+
+
+def _one_item(df: Any) -> list[Any]:
+    return [df]
+
+
+def _partition_size(partition_size: object) -> int | None:
+    if partition_size is None:
+        return None
+    from kartoframe.execution.dask_engine import check_positive_int
+
+    return check_positive_int(partition_size, "partition_size")
+
+
+def read_dataset_as_dataframe_bag(
+    dataset_uuid: str | None = None,
+    store: StoreInput | None = None,
+    columns: Sequence[str] | None = None,
+    predicate_pushdown_to_io: bool = True,
+    categoricals: Sequence[str] | None = None,
+    dates_as_object: bool = True,
+    predicates: object = None,
+    factory: Any = None,
+    dispatch_by: Sequence[str] | None = None,
+    partition_size: int | None = None,
+) -> Any:
+    """A ``dask.bag.Bag`` of DataFrames, one per planned read task.
+
+    Parameters are those of :func:`kartoframe.read_dataset_as_delayed`; ``partition_size``
+    groups that many DataFrames into one bag partition.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> df = pd.DataFrame({"p": [1, 2], "x": [3, 4]})
+    >>> _ = kf.store_dataframes_as_dataset("memory://bag-ex", "ds", [df], partition_on=["p"])
+    >>> bag = kf.read_dataset_as_dataframe_bag("ds", "memory://bag-ex")
+    >>> sorted(len(d) for d in bag.compute(scheduler="sync"))
+    [1, 1]
+    """
+    from dask import bag as db
+    from dask.delayed import delayed
+
+    size = _partition_size(partition_size)
+    tasks = read_dataset_as_delayed(
+        dataset_uuid,
+        store,
+        columns=columns,
+        predicate_pushdown_to_io=predicate_pushdown_to_io,
+        categoricals=categoricals,
+        dates_as_object=dates_as_object,
+        predicates=predicates,
+        factory=factory,
+        dispatch_by=dispatch_by,
+    )
+    if not tasks:
+        return db.from_sequence([], npartitions=1)  # type: ignore[no-untyped-call]
+    bag = db.from_delayed([delayed(_one_item, pure=True)(t) for t in tasks])  # type: ignore[no-untyped-call]
+    if size is not None:
+        bag = bag.repartition(npartitions=max(1, math.ceil(len(tasks) / size)))
+    return bag
+
+
+def store_bag_as_dataset(
+    bag: Any,
+    store: StoreInput,
+    dataset_uuid: str | None = None,
+    metadata: Any = None,
+    df_serializer: ParquetSerializer | None = None,
+    overwrite: bool = False,
+    metadata_merger: Callable[..., Any] | None = None,
+    metadata_version: int = 4,
+    partition_on: Sequence[str] | None = None,
+    metadata_storage_format: str = "json",
+    secondary_indices: Sequence[str] | None = None,
+    table_name: str = "table",
+    sort_partitions_by: Sequence[str] | None = None,
+) -> Any:
+    """Write a bag of DataFrames as a new dataset: one task per bag partition, one commit.
+
+    Items may be DataFrames, ``None`` or ``{"data": df}`` dicts (as in plateau). Parameters
+    as in :func:`kartoframe.store_delayed_as_dataset`.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+    """
+    from dask import bag as db
+
+    if not isinstance(bag, db.Bag):
+        raise InvalidTypeError(f"bag must be a dask.bag.Bag, got {type(bag).__name__}.")
+    return store_delayed_as_dataset(
+        list(bag.to_delayed()),  # type: ignore[no-untyped-call]
+        store,
+        dataset_uuid=dataset_uuid,
+        metadata=metadata,
+        df_serializer=df_serializer,
+        overwrite=overwrite,
+        metadata_merger=metadata_merger,
+        metadata_version=metadata_version,
+        partition_on=partition_on,
+        metadata_storage_format=metadata_storage_format,
+        table_name=table_name,
+        secondary_indices=secondary_indices,
+        sort_partitions_by=sort_partitions_by,
+    )
+
+
+def _index_file(
+    plan: ScanPlan, task: ReadTask, store: Store, columns: Sequence[str]
+) -> WrittenPartition:
+    table = read_task_table(plan, task, store)
+    f = task.files[0]
+    pairs = {c: index_value_pairs(c, table[c], f.label) for c in columns}
+    return WrittenPartition(f.label, f.key, table.num_rows, 0, pairs)
+
+
+def _commit_indices(
+    store: Store,
+    loaded: LoadedDataset,
+    parts: list[WrittenPartition],
+    all_columns: list[str],
+    requested: list[str],
+) -> DatasetMetadataResult:
+    md = loaded.metadata
+    commit_write(
+        store,
+        md.uuid,
+        [ChunkResult(tuple(parts), None, "index build")],
+        base=loaded,
+        remove_labels=set(md.partitions),
+        secondary_indices=all_columns,
+        storage_format=md.storage_format,
+        table_name=md.table_name,
+        owns_files=False,
+        operation="BUILD_INDEX",
+        operation_parameters={"columns": requested},
+    )
+    return DatasetMetadataResult(md.uuid, store)
+
+
+def build_dataset_indices__bag(
+    store: StoreInput | None,
+    dataset_uuid: str | None,
+    columns: Sequence[str],
+    partition_size: int | None = None,
+    factory: Any = None,
+) -> Any:
+    """A ``Delayed`` (re)building secondary indices: one task per file, one commit.
+
+    Same result as :func:`kartoframe.build_dataset_indices`; a write to the dataset between
+    building the graph and its commit raises :class:`kartoframe.CommitConflictError`.
+
+    Parameters
+    ----------
+    store, dataset_uuid, factory
+        The dataset.
+    columns
+        Columns to index (not partition keys).
+    partition_size
+        Accepted for plateau compatibility (files per task is always one).
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+    """
+    from dask.delayed import delayed
+
+    _partition_size(partition_size)
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
+    st = ensure_store(store)
+    uuid = check_uuid(dataset_uuid)
+    cols = str_list(columns, "columns")
+    if not cols:
+        raise InvalidInputError("columns must name at least one column to index.")
+    loaded = load_dataset(st, uuid)
+    md = loaded.metadata
+    missing = [c for c in cols if c not in loaded.schema.names]
+    if missing:
+        raise ColumnNotFoundError(f"Cannot index unknown columns {missing} of {uuid!r}.")
+    bad = [c for c in cols if c in md.partition_keys]
+    if bad:
+        raise InvalidInputError(f"Cannot create secondary index on partition columns: {bad}.")
+    for c in cols:
+        check_indexable(c, loaded.schema.field(c).type)
+    all_cols = sorted(set(cols) | set(md.indices))
+    plan = plan_scan(loaded, columns=all_cols)
+    index = delayed(_index_file, pure=False)
+    parts = [index(plan, task, st, all_cols) for task in plan.tasks]
+    return delayed(_commit_indices, pure=False)(st, loaded, parts, all_cols, cols)

@@ -1,0 +1,427 @@
+"""plateau's ``dask.delayed`` API on kartoframe's plans: one task per file, one commit task.
+
+``read_dataset_as_delayed`` plans the read from the header (as :func:`read_dataset_as_ddf`
+does) and returns one ``Delayed`` per planned read task. The writers take a list of
+``Delayed`` objects (or plain values) that each compute to a DataFrame, ``None``, a dict
+``{"data": df}`` / ``{"<table>": df}`` or a list of those; every input becomes one write task
+(writing its files and returning a summary) and one final task commits them all, or deletes
+the written files and raises if any task failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid as _uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from kartoframe.api._args import (
+    StoreInput,
+    check_format,
+    check_metadata_version,
+    check_uuid,
+    ensure_store,
+    serializer_arg,
+    str_list,
+)
+from kartoframe.api.compat import resolve_factory
+from kartoframe.api.dask import plan_ddf_read
+from kartoframe.api.maintenance import delete_dataset, unreferenced_keys
+from kartoframe.api.write import DatasetMetadataResult, _resolve_metadata, delete_scope_labels
+from kartoframe.errors import (
+    DatasetExistsError,
+    EmptyInputError,
+    InvalidInputError,
+    InvalidTypeError,
+)
+from kartoframe.execution.write import ParquetSerializer
+from kartoframe.format import naming
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.storage.resolve import bloom_columns_of, dataset_exists, load_dataset
+from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, check_retention
+from kartoframe.storage.store import Store
+
+__all__ = [
+    "delete_dataset__delayed",
+    "garbage_collect_dataset__delayed",
+    "read_dataset_as_delayed",
+    "store_delayed_as_dataset",
+    "update_dataset_from_delayed",
+    "write_delayed_graph",
+]
+
+
+def read_dataset_as_delayed(
+    dataset_uuid: str | None = None,
+    store: StoreInput | None = None,
+    columns: Sequence[str] | None = None,
+    predicate_pushdown_to_io: bool = True,
+    categoricals: Sequence[str] | None = None,
+    dates_as_object: bool = True,
+    predicates: object = None,
+    factory: Any = None,
+    dispatch_by: Sequence[str] | None = None,
+) -> list[Any]:
+    """One ``dask.delayed`` object per planned read task, each computing to a DataFrame.
+
+    The header (and the indices the predicates need) is read now; pruned partitions get no
+    task. Parameters are those of :func:`kartoframe.read_dataset_as_ddf`.
+
+    Returns
+    -------
+    list of dask.delayed.Delayed
+        Empty if the predicates prune everything.
+
+    Examples
+    --------
+    >>> import dask, pandas as pd, kartoframe as kf
+    >>> df = pd.DataFrame({"p": [1, 2], "x": [3, 4]})
+    >>> _ = kf.store_dataframes_as_dataset("memory://delayed-ex", "ds", [df], partition_on=["p"])
+    >>> tasks = kf.read_dataset_as_delayed("ds", "memory://delayed-ex")
+    >>> [len(t) for t in dask.compute(*tasks, scheduler="sync")]
+    [1, 1]
+    """
+    from kartoframe.execution import dask_engine as de
+
+    de.dask_modules()
+    from dask.delayed import delayed
+
+    if not isinstance(predicate_pushdown_to_io, bool):
+        raise InvalidInputError("predicate_pushdown_to_io must be a bool.")
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
+    plan, st, loaded, output = plan_ddf_read(
+        check_uuid(dataset_uuid),
+        ensure_store(store),
+        columns=columns,
+        predicates=predicates,
+        dispatch_by=dispatch_by,
+        categoricals=categoricals,
+        dates_as_object=dates_as_object,
+    )
+    cats = de.known_categories(loaded, plan.categoricals, dates_as_object=dates_as_object)
+    token = de.plan_token(plan, st, loaded.header_bytes, None, de.categories_token(cats))
+    reader = de.PartitionReader(plan, st, output_columns=output, categories=cats, token=token)
+    read = delayed(reader, pure=True)
+    return [
+        read(task, dask_key_name=(f"kartoframe-read-{token}", i))
+        for i, task in enumerate(plan.tasks)
+    ]
+
+
+def frames_of(obj: object, what: str = "input") -> list[pd.DataFrame]:
+    """The DataFrames of one delayed input (plateau's accepted shapes, see module doc)."""
+    if obj is None:
+        return []
+    if isinstance(obj, pd.DataFrame):
+        return [obj]
+    if isinstance(obj, Mapping):
+        if "data" in obj:
+            return frames_of(obj["data"], what)
+        if len(obj) == 1:
+            return frames_of(next(iter(obj.values())), what)
+        raise InvalidInputError(
+            f"{what}: a dict must be {{'data': df}} or {{table: df}} (one table), got keys "
+            f"{sorted(map(str, obj))}."
+        )
+    if isinstance(obj, list | tuple):
+        return [df for item in obj for df in frames_of(item, what)]
+    raise InvalidTypeError(f"{what} must compute to a DataFrame, got {type(obj).__name__}.")
+
+
+@dataclasses.dataclass(frozen=True)
+class _ItemsWriter:
+    """A write task: every DataFrame of one input through the partition writer."""
+
+    writer: Any
+
+    def __call__(self, obj: object, number: int) -> list[Any]:
+        from kartoframe.execution.dask_engine import WriteFailure
+
+        try:
+            frames = frames_of(obj, f"delayed input {number}")
+        except Exception as e:
+            return [WriteFailure(e, f"delayed input {number}")]
+        return [self.writer(df, number) for df in frames]
+
+    def __dask_tokenize__(self) -> tuple[str, str]:
+        return (type(self).__name__, self.writer.token)
+
+
+def _commit_all(committer: Any, outcomes: Sequence[Sequence[Any]]) -> Any:
+    return committer([o for items in outcomes for o in items])
+
+
+def write_delayed_graph(
+    parts: Sequence[Any],
+    st: Store,
+    uuid: str,
+    *,
+    base: LoadedDataset | None,
+    partition_on: list[str],
+    secondary_indices: list[str],
+    index_columns: list[str],
+    serializer: ParquetSerializer,
+    sort_partitions_by: list[str],
+    metadata: Mapping[str, Any] | None,
+    storage_format: str,
+    table_name: str,
+    expect_absent: bool,
+    remove_labels: set[str] | None = None,
+) -> Any:
+    """A ``Delayed``: one write task per element of ``parts``, then one commit."""
+    from dask.delayed import delayed
+
+    from kartoframe.execution import dask_engine as de
+
+    token = _uuid.uuid4().hex
+    writer = de.PartitionWriter(
+        store=st,
+        dataset_uuid=uuid,
+        table_name=table_name,
+        partition_on=tuple(partition_on),
+        index_columns=tuple(index_columns),
+        serializer=serializer,
+        sort_partitions_by=tuple(sort_partitions_by),
+        base_schema=base.schema if base is not None else None,
+        token=token,
+        bloom_filter_columns=bloom_columns_of(base),
+    )
+    kwargs: dict[str, Any] = {
+        "partition_on": partition_on,
+        "secondary_indices": secondary_indices,
+        "metadata": metadata,
+        "storage_format": storage_format,
+        "table_name": table_name,
+        "expect_absent": expect_absent,
+    }
+    if remove_labels:
+        kwargs["remove_labels"] = remove_labels
+    committer = de.Committer(
+        store=st,
+        dataset_uuid=uuid,
+        base=base,
+        commit_kwargs=kwargs,
+        result=DatasetMetadataResult,
+        token=token,
+    )
+    write = delayed(_ItemsWriter(writer), pure=True)
+    outcomes = [
+        write(p, i, dask_key_name=(f"kartoframe-write-{token}", i)) for i, p in enumerate(parts)
+    ]
+    return delayed(_commit_all, pure=True)(
+        committer, outcomes, dask_key_name=f"kartoframe-commit-{token}"
+    )
+
+
+def _tasks(delayed_tasks: object) -> list[Any]:
+    if not isinstance(delayed_tasks, list | tuple):
+        raise InvalidTypeError(
+            f"delayed_tasks must be a list of dask.delayed objects, got "
+            f"{type(delayed_tasks).__name__}."
+        )
+    return list(delayed_tasks)
+
+
+def store_delayed_as_dataset(
+    delayed_tasks: Sequence[Any],
+    store: StoreInput,
+    dataset_uuid: str | None = None,
+    metadata: Any = None,
+    df_serializer: ParquetSerializer | None = None,
+    overwrite: bool = False,
+    metadata_merger: Callable[..., Any] | None = None,
+    metadata_version: int = 4,
+    partition_on: Sequence[str] | None = None,
+    metadata_storage_format: str = "json",
+    table_name: str = "table",
+    secondary_indices: Sequence[str] | None = None,
+    sort_partitions_by: Sequence[str] | None = None,
+) -> Any:
+    """Write the results of delayed tasks as a new dataset: one task each, one commit.
+
+    Parameters
+    ----------
+    delayed_tasks
+        ``Delayed`` objects (or values) computing to DataFrames (see the module doc).
+    store
+        Store URL, :class:`kartoframe.Store`, key-value store or factory.
+    dataset_uuid
+        Name of the new dataset (default: a fresh uuid, as plateau).
+    metadata, df_serializer, overwrite, partition_on, secondary_indices, table_name,
+    metadata_storage_format, metadata_version, sort_partitions_by
+        As in :func:`kartoframe.store_dataframes_as_dataset`.
+    metadata_merger
+        Accepted for plateau compatibility (a new dataset has no metadata to merge).
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+
+    Raises
+    ------
+    DatasetExistsError
+        The dataset exists and ``overwrite`` is False (checked now and at commit).
+    """
+    del metadata_merger
+    parts = _tasks(delayed_tasks)
+    uuid = check_uuid(dataset_uuid if dataset_uuid is not None else _uuid.uuid4().hex)
+    st = ensure_store(store)
+    fmt = check_format(metadata_storage_format)
+    check_metadata_version(metadata_version)
+    naming.validate_name(table_name, "table_name")
+    pon = str_list(partition_on, "partition_on")
+    sidx = str_list(secondary_indices, "secondary_indices")
+    overlap = sorted(set(pon) & set(sidx))
+    if overlap:
+        raise InvalidInputError(f"Cannot create secondary index on partition columns: {overlap}.")
+    if not isinstance(overwrite, bool):
+        raise InvalidTypeError("overwrite must be a bool.")
+    if dataset_exists(st, uuid) and not overwrite:
+        raise DatasetExistsError(uuid)
+    return write_delayed_graph(
+        parts,
+        st,
+        uuid,
+        base=None,
+        partition_on=pon,
+        secondary_indices=sidx,
+        index_columns=sidx,
+        serializer=serializer_arg(df_serializer),
+        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+        metadata=_resolve_metadata(metadata, {}),
+        storage_format=fmt,
+        table_name=table_name,
+        expect_absent=not overwrite,
+    )
+
+
+def update_dataset_from_delayed(
+    delayed_tasks: Sequence[Any],
+    store: StoreInput | None = None,
+    dataset_uuid: str | None = None,
+    delete_scope: Sequence[Mapping[str, Any]] | None = None,
+    metadata: Any = None,
+    df_serializer: ParquetSerializer | None = None,
+    metadata_merger: Callable[..., Any] | None = None,
+    default_metadata_version: int = 4,
+    partition_on: Sequence[str] | None = None,
+    sort_partitions_by: Sequence[str] | None = None,
+    secondary_indices: Sequence[str] | None = None,
+    factory: Any = None,
+    table_name: str = "table",
+    metadata_storage_format: str = "json",
+) -> Any:
+    """Add the results of delayed tasks to a dataset (created if missing); one commit.
+
+    ``delete_scope`` removes matching partitions in the same commit; the header read now
+    must still be current at commit (else :class:`kartoframe.CommitConflictError`).
+    Parameters as in :func:`kartoframe.update_dataset_from_ddf`; ``metadata_merger`` is
+    accepted for plateau compatibility (metadata is merged key by key).
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+    """
+    del metadata_merger
+    parts = _tasks(delayed_tasks)
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
+    uuid = check_uuid(dataset_uuid)
+    st = ensure_store(store)
+    check_metadata_version(default_metadata_version)
+    fmt = check_format(metadata_storage_format)
+    naming.validate_name(table_name, "table_name")
+    base = load_dataset(st, uuid) if dataset_exists(st, uuid) else None
+    pon = str_list(partition_on, "partition_on") if partition_on is not None else None
+    if base is not None:
+        md = base.metadata
+        if pon is not None and tuple(pon) != md.partition_keys:
+            raise InvalidInputError(
+                f"Incompatible set of partition keys encountered: dataset {uuid!r} is "
+                f"partitioned on {list(md.partition_keys)}, got {pon}."
+            )
+        pon = list(md.partition_keys)
+        if table_name not in ("table", md.table_name):
+            raise InvalidInputError(
+                f"table_name {table_name!r} differs from the dataset's table {md.table_name!r}."
+            )
+        table_name, fmt = md.table_name, md.storage_format
+    elif not parts:
+        raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
+    pon = pon or []
+    sidx = str_list(secondary_indices, "secondary_indices")
+    all_idx = sorted(set(sidx) | (base.metadata.index_columns - set(pon) if base else set()))
+    remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
+    existing = base.metadata.metadata if base is not None else {}
+    return write_delayed_graph(
+        parts,
+        st,
+        uuid,
+        base=base,
+        partition_on=pon,
+        secondary_indices=sidx,
+        index_columns=all_idx,
+        serializer=serializer_arg(df_serializer),
+        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+        metadata=_resolve_metadata(metadata, existing),
+        storage_format=fmt,
+        table_name=table_name,
+        expect_absent=base is None,
+        remove_labels=remove,
+    )
+
+
+def delete_dataset__delayed(
+    dataset_uuid: str | None = None, store: StoreInput | None = None, factory: Any = None
+) -> Any:
+    """A ``Delayed`` deleting the dataset (one task: :func:`kartoframe.delete_dataset`).
+
+    The deletion is one commit of the transaction protocol (files, indices and header),
+    so it is not split into per-file tasks.
+    """
+    from dask.delayed import delayed
+
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
+    uuid = check_uuid(dataset_uuid)
+    st = ensure_store(store)
+    return delayed(delete_dataset, pure=False)(uuid, st)
+
+
+def garbage_collect_dataset__delayed(
+    dataset_uuid: str | None = None,
+    store: StoreInput | None = None,
+    chunk_size: int = 100,
+    factory: Any = None,
+    retention_hours: float = DEFAULT_RETENTION_HOURS,
+) -> list[Any]:
+    """``Delayed`` tasks deleting the files the dataset no longer references.
+
+    The files are listed now (as plateau does) and deleted in tasks of ``chunk_size`` keys;
+    files that a version inside ``retention_hours`` still needs are kept (see
+    :func:`kartoframe.garbage_collect_dataset`; ``retention_hours=0`` is plateau's behaviour).
+
+    Returns
+    -------
+    list of dask.delayed.Delayed
+        Each computes to the list of keys it deleted.
+    """
+    from dask.delayed import delayed
+
+    from kartoframe.execution.dask_engine import check_positive_int
+
+    size = check_positive_int(chunk_size, "chunk_size")
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
+    uuid = check_uuid(dataset_uuid)
+    st = ensure_store(store)
+    hours = check_retention(retention_hours, force=True, what="garbage_collect_dataset__delayed")
+    keys = unreferenced_keys(st, uuid, hours)
+    chunks = [keys[i : i + size] for i in range(0, len(keys), size)]
+    return [delayed(_delete_keys, pure=False)(st, chunk) for chunk in chunks]
+
+
+def _delete_keys(store: Store, keys: list[str]) -> list[str]:
+    store.delete_many(keys)
+    return keys
