@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import datetime as dt
 import decimal
@@ -10,7 +11,7 @@ import json
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any, TypeVar
 
 import click
@@ -246,6 +247,38 @@ def console(stderr: bool = False) -> Any:
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else 200
     return Console(file=stream, width=width, soft_wrap=False, highlight=False)
+
+
+def console_on(file: IO[str]) -> Any:
+    """A rich console writing plain text (no colour, 200 columns) into ``file``."""
+    from rich.console import Console
+
+    return Console(
+        file=file,
+        width=200,
+        soft_wrap=False,
+        highlight=False,
+        color_system=None,
+        force_terminal=False,
+    )
+
+
+def plural(n: int, word: str) -> str:
+    """``plural(1, "file")`` -> ``"1 file"``, ``plural(1200, "file")`` -> ``"1,200 files"``."""
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+@contextlib.contextmanager
+def working(message: str) -> Iterator[None]:
+    """Show ``message`` with a spinner and the elapsed time on standard error while a long
+    step runs (storage retries included), only on a terminal and without ``--no-progress``.
+
+    Nothing is written to a pipe, so ``--json`` output stays parseable.
+    """
+    from kartoframe.progress import ProgressBar
+
+    with ProgressBar(message, None, enabled=get_ctx().progress):
+        yield
 
 
 def info(message: str) -> None:

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
 
-from kartoframe.cli._common import BadInput, console, emit_json, get_ctx, json_option, json_value
+from kartoframe.cli._common import (
+    BadInput,
+    console,
+    console_on,
+    emit_json,
+    get_ctx,
+    json_option,
+    json_value,
+)
 from kartoframe.cli._tables import KIND_OPTION
 from kartoframe.cli._targets import Kind, Target, expand_columns, parse_where, resolve, split_list
 
@@ -22,19 +31,28 @@ TABLE_ROWS = 100
 Groups = list[tuple[str | None, "pd.DataFrame"]]
 
 
-def _take(groups: Groups, limit: int | None) -> Groups:
-    """The first ``limit`` rows over all groups (at least one group, for the columns)."""
-    if limit is None or not groups:
+@dataclasses.dataclass
+class QueryResult:
+    """The groups a query returned, and how much it read to get them."""
+
+    groups: Groups
+    #: Data files read, and files the plan would read in full (datasets only).
+    files_read: int | None = None
+    files_planned: int | None = None
+    #: Reading stopped at the row budget: more rows match than were returned.
+    more: bool = False
+
+    @property
+    def rows(self) -> int:
+        """Rows over all groups."""
+        return sum(len(df) for _, df in self.groups)
+
+
+def _limit_groups(groups: Groups, limit: int | None) -> Groups:
+    """At most ``limit`` rows of each group."""
+    if limit is None:
         return groups
-    out: Groups = []
-    left = limit
-    for label, df in groups:
-        if left <= 0:
-            break
-        part = df.iloc[:left]
-        left -= len(part)
-        out.append((label, part))
-    return out or [(groups[0][0], groups[0][1].iloc[:0])]
+    return [(label, df.iloc[:limit]) for label, df in groups]
 
 
 def _group_label(df: pd.DataFrame, columns: Sequence[str]) -> str:
@@ -48,48 +66,89 @@ def query_dataset(
     partition_by: list[str] | None,
     limit: int | None,
     progress: bool,
-) -> Groups:
-    """Read the matching rows of a dataset, reading no more files than ``limit`` needs."""
+    budget: int | None = None,
+) -> QueryResult:
+    """Read the matching rows of a dataset, streaming, and stop once enough are found.
+
+    ``limit`` caps the rows (of each group with ``partition_by``); ``budget`` caps the
+    rows over all groups (a terminal table shows that many): reading stops once
+    ``budget + 1`` rows are found, and ``more`` tells the caller there are more.
+    """
     import pyarrow as pa
 
-    import kartoframe as kf
     from kartoframe.api.read import plan_read
+    from kartoframe.cli._where import parse_predicates
     from kartoframe.execution.kernel import iter_plan_batches, to_frame
-    from kartoframe.plan.conditions import Conjunction
     from kartoframe.progress import ProgressBar
 
     md = target.dataset()
-    conditions = parse_where(where, {f.name: f.type for f in md.schema})
-    predicates = Conjunction(conditions).to_predicates() if conditions else None
+    predicates = parse_predicates(where, {f.name: f.type for f in md.schema})
     cols = expand_columns(columns, md.schema.names) if columns is not None else None
     if partition_by:
-        read_cols = None if cols is None else cols + [p for p in partition_by if p not in cols]
-        frames = kf.read_dataset_as_dataframes(
-            target.name,
-            target.store,
-            columns=read_cols,
-            predicates=predicates,
-            dispatch_by=partition_by,
-        )
-        groups: Groups = [(_group_label(f, partition_by), f) for f in frames if len(f)]
-        return _take(groups, limit) if groups else [(None, frames[0] if frames else _empty())]
+        return _query_groups(target, cols, predicates, partition_by, limit, budget, progress)
+    stop = limit if limit is not None else None if budget is None else budget + 1
     plan, st = plan_read(target.name, target.store, columns=cols, predicates=predicates)
     n_files = sum(len(t.files) for t in plan.tasks)
     tables = []
     rows = 0
+    read = 0
     with ProgressBar(
         f"reading {target.name}", n_files, enabled=progress and n_files > 1, unit="files"
     ) as bar:
         for table, n in iter_plan_batches(plan, st):
             tables.append(table)
             rows += table.num_rows
+            read += n
             bar.advance(n)
-            if limit is not None and rows >= limit:
+            if stop is not None and rows >= stop:
                 break
     result = pa.concat_tables(tables)
-    if limit is not None:
-        result = result.slice(0, limit)
-    return [(None, to_frame(plan, result))]
+    more = limit is None and budget is not None and result.num_rows > budget
+    keep = limit if limit is not None else budget if more else None
+    if keep is not None:
+        result = result.slice(0, keep)
+    return QueryResult([(None, to_frame(plan, result))], read, n_files, more)
+
+
+def _query_groups(
+    target: Target,
+    cols: list[str] | None,
+    predicates: list[list[tuple[str, str, Any]]] | None,
+    partition_by: list[str],
+    limit: int | None,
+    budget: int | None,
+    progress: bool,
+) -> QueryResult:
+    """One group per value of ``partition_by``, read one at a time, ``limit`` rows each."""
+    import kartoframe as kf
+    from kartoframe.progress import ProgressBar
+
+    read_cols = None if cols is None else cols + [p for p in partition_by if p not in cols]
+    groups: Groups = []
+    shown = 0
+    more = False
+    first = None
+    with ProgressBar(f"reading {target.name}", None, enabled=progress):
+        for frame in kf.read_dataset_as_dataframes__iterator(
+            target.name,
+            target.store,
+            columns=read_cols,
+            predicates=predicates,
+            dispatch_by=partition_by,
+        ):
+            if first is None:
+                first = frame.iloc[:0]
+            if not len(frame):
+                continue
+            if budget is not None and limit is None and shown >= budget:
+                more = True
+                break
+            part = frame if limit is None else frame.iloc[:limit]
+            groups.append((_group_label(part, partition_by), part))
+            shown += len(part)
+    if not groups:
+        groups = [(None, first if first is not None else _empty())]
+    return QueryResult(groups, more=more)
 
 
 def _empty() -> pd.DataFrame:
@@ -107,8 +166,11 @@ def query_cube(
     datasets: Sequence[str],
     dimension_columns: list[str] | None,
     progress: bool,
-) -> Groups:
-    """Run a cube query (the kartothek semantics of :func:`kartoframe.query_cube`)."""
+) -> QueryResult:
+    """Run a cube query (the kartothek semantics of :func:`kartoframe.query_cube`).
+
+    The seed takes part whether or not ``datasets`` names it (it defines the cells).
+    """
     import kartoframe as kf
     from kartoframe.progress import ProgressBar
 
@@ -116,20 +178,23 @@ def query_cube(
     types = target.column_types()
     conditions = parse_where(where, types)
     payload = expand_columns(columns, types) if columns is not None else None
+    selected = list(dict.fromkeys(datasets))
+    if selected and target.cube.seed_dataset not in selected:
+        selected.insert(0, target.cube.seed_dataset)
     with ProgressBar(f"querying cube {target.name}", None, enabled=progress):
         frames = kf.query_cube(
             target.cube,
             target.store,
             conditions=conditions or None,
-            datasets=list(datasets) or None,
+            datasets=selected or None,
             dimension_columns=dimension_columns,
             partition_by=partition_by,
             payload_columns=payload,
         )
     if not frames:
-        return [(None, _empty())]
+        return QueryResult([(None, _empty())])
     groups: Groups = [(_group_label(f, partition_by) if partition_by else None, f) for f in frames]
-    return _take(groups, limit)
+    return QueryResult(_limit_groups(groups, limit))
 
 
 # -- output --------------------------------------------------------------------------------
@@ -144,13 +209,21 @@ def _cell(value: Any) -> str:
     return str(v)
 
 
-def _print_tables(groups: Groups, limit: int | None) -> None:
+def _rows(n: int) -> str:
+    return f"{n:,} row" + ("" if n == 1 else "s")
+
+
+def _print_tables(result: QueryResult, limit: int | None, file: IO[str] | None = None) -> None:
+    """Rich tables of the groups: the first :data:`TABLE_ROWS` rows on standard output
+    without ``--limit``, every row into ``file``.
+    """
     from rich.table import Table
     from rich.text import Text
 
-    out = console()
-    total = sum(len(df) for _, df in groups)
-    budget = TABLE_ROWS if limit is None else None
+    groups = result.groups
+    out = console() if file is None else console_on(file)
+    total = result.rows
+    budget = TABLE_ROWS if limit is None and file is None else None
     shown = 0
     for label, df in groups:
         if budget is not None and shown >= budget:
@@ -166,15 +239,24 @@ def _print_tables(groups: Groups, limit: int | None) -> None:
         for row in part.itertuples(index=False, name=None):
             t.add_row(*(Text(_cell(v)) for v in row))
         out.print(t)
+    if file is not None:
+        return
     if total == 0:
         click.echo("(no rows)", err=True)
+    elif result.more:
+        click.echo(
+            f"(showing the first {shown:,} rows; more match: use --limit N, or --format csv "
+            "for all)",
+            err=True,
+        )
     elif budget is not None and total > shown:
         click.echo(
-            f"(showing the first {shown:,} of {total:,} rows; use --limit or --format csv)",
+            f"(showing the first {shown:,} of {total:,} rows; use --limit N, or --format csv "
+            "for all)",
             err=True,
         )
     else:
-        click.echo(f"({total:,} row{'' if total == 1 else 's'})", err=True)
+        click.echo(f"({_rows(total)})", err=True)
 
 
 def _concat(groups: Groups) -> pd.DataFrame:
@@ -186,13 +268,22 @@ def _concat(groups: Groups) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def write_result(groups: Groups, fmt: str, output: str | None, limit: int | None) -> None:
-    """Print or save the query result in the chosen format."""
-    if fmt == "table" and output is None:
-        _print_tables(groups, limit)
+def write_result(result: QueryResult, fmt: str, output: str | None, limit: int | None) -> None:
+    """Print or save the query result in the chosen format.
+
+    ``table`` into a file writes the tables as they are printed (every row, no colour).
+    """
+    groups = result.groups
+    if fmt == "table":
+        if output is None:
+            _print_tables(result, limit)
+            return
+        with open(output, "w", encoding="utf-8") as f:
+            _print_tables(result, limit, f)
+        click.echo(f"Wrote {_rows(result.rows)} to {output}.", err=True)
         return
     df = _concat(groups)
-    if fmt in ("csv", "table"):
+    if fmt == "csv":
         text = df.to_csv(index=False)
         if output is None:
             click.echo(text, nl=False)
@@ -221,8 +312,7 @@ def write_result(groups: Groups, fmt: str, output: str | None, limit: int | None
             sys.stdout.buffer.write(sink.getvalue().to_pybytes())
             sys.stdout.buffer.flush()
     if output is not None:
-        rows = len(df)
-        click.echo(f"Wrote {rows:,} rows to {output}.", err=True)
+        click.echo(f"Wrote {_rows(len(df))} to {output}.", err=True)
 
 
 @click.command("query")
@@ -307,7 +397,7 @@ def query_command(
     pby = split_list(partition_by) or None
     progress = ctx.progress
     if target.is_cube:
-        groups = query_cube(
+        result = query_cube(
             target,
             where,
             cols,
@@ -320,5 +410,7 @@ def query_command(
     else:
         if datasets or dimension_columns:
             raise BadInput("--dataset and --dimension-columns only apply to cubes.")
-        groups = query_dataset(target, where, cols, pby, limit, progress)
-    write_result(groups, fmt, output, limit)
+        # a terminal table shows TABLE_ROWS rows: read no more than that (and one to tell)
+        budget = TABLE_ROWS if fmt == "table" and output is None and limit is None else None
+        result = query_dataset(target, where, cols, pby, limit, progress, budget)
+    write_result(result, fmt, output, limit)

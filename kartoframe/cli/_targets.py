@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from kartoframe.cli._common import BadInput, NotFound
 from kartoframe.format import naming
@@ -32,6 +31,8 @@ class Target:
     store: Store
     cube: Cube | None = None
     datasets: dict[str, DatasetMetadata] = dataclasses.field(default_factory=dict)
+    #: A cube whose seed dataset is gone (``cube`` is None): only delete/cleanup take it.
+    seedless: bool = False
 
     @property
     def is_cube(self) -> bool:
@@ -58,8 +59,19 @@ def cube_dataset_ids(store: Store, prefix: str) -> list[str]:
     return dataset_ids_from_listing(prefix, store.iter_prefixes(prefix + SEPARATOR))
 
 
-def resolve(store: Store, name: str, kind: Kind = "auto", *, load: bool = True) -> Target:
+def resolve(
+    store: Store,
+    name: str,
+    kind: Kind = "auto",
+    *,
+    load: bool = True,
+    seedless_ok: bool = False,
+) -> Target:
     """Find out whether ``name`` is a dataset or a cube prefix and load its metadata.
+
+    A cube whose seed dataset is gone cannot be queried; with ``seedless_ok`` (delete,
+    cleanup) it resolves to a :class:`Target` with ``seedless`` set and its remaining
+    datasets.
 
     Raises
     ------
@@ -67,6 +79,8 @@ def resolve(store: Store, name: str, kind: Kind = "auto", *, load: bool = True) 
         Neither a dataset nor a cube of that name exists.
     BadInput
         The name is invalid, or ambiguous without ``--kind``.
+    FormatError
+        A cube without its seed (unless ``seedless_ok``), or with broken metadata.
     """
     from kartoframe.storage.resolve import dataset_exists
 
@@ -90,11 +104,31 @@ def resolve(store: Store, name: str, kind: Kind = "auto", *, load: bool = True) 
         if load:
             import kartoframe as kf
 
-            target.cube = kf.discover_cube(name, store)
+            try:
+                target.cube = kf.discover_cube(name, store)
+            except kf.FormatError as e:
+                left = kf.discover_datasets_unchecked(name, store)
+                if any(_is_seed(md) for md in left.values()):
+                    raise
+                if not seedless_ok:
+                    raise kf.FormatError(
+                        f"{e} Its datasets ({', '.join(sorted(left)) or 'none'}) cannot be "
+                        f"queried without it; remove them with `delete {name} --yes`."
+                    ) from e
+                target.seedless = True
+                target.datasets = left
+                return target
             target.datasets = kf.discover_datasets(target.cube, store)
         return target
     what = {"auto": "dataset or cube", "dataset": "dataset", "cube": "cube"}[kind]
     raise NotFound(f"No {what} named {name!r} in {store.display_url}.")
+
+
+def _is_seed(md: DatasetMetadata) -> bool:
+    from kartoframe.format.cube import KEY_IS_SEED, LEGACY_IS_SEED
+
+    meta = md.metadata
+    return bool(meta.get(KEY_IS_SEED, meta.get(LEGACY_IS_SEED, False)))
 
 
 # -- --columns ---------------------------------------------------------------------------
@@ -133,75 +167,16 @@ def expand_columns(patterns: Sequence[str], available: Iterable[str]) -> list[st
 
 # -- --where -----------------------------------------------------------------------------
 
-_IN_RE = re.compile(r"^\s*\(?\s*([^!<>=\s(]+)\s+in\s*\((.*)\)\s*\)?\s*$", re.I | re.S)
-_AND_RE = re.compile(r"\s+and\s+|\s*&&?\s*", re.I)
-
-
-def _split_outside_quotes(text: str, sep: re.Pattern[str]) -> list[str]:
-    """Split ``text`` at matches of ``sep`` that are not inside single or double quotes."""
-    parts: list[str] = []
-    start = 0
-    i = 0
-    quote: str | None = None
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == quote:
-                quote = None
-            i += 1
-            continue
-        if ch in "'\"":
-            quote = ch
-            i += 1
-            continue
-        m = sep.match(text, i)
-        if m and m.end() > i:
-            parts.append(text[start:i])
-            start = i = m.end()
-            continue
-        i += 1
-    parts.append(text[start:])
-    return [p.strip() for p in parts]
-
 
 def parse_where(texts: Sequence[str], types: Mapping[str, pa.DataType]) -> list[Condition]:
-    """Parse ``--where`` texts into cube conditions, typed by the columns' Arrow types.
-
-    Each text holds one or more comparisons joined by ``and`` (or ``&``):
-    ``col OP value`` with ``OP`` in ``== = != < <= > >=``, or ``col in (v1, v2, ...)``.
-    Values are read with the column's type (``2024-01-31`` for dates, ``true`` for
-    booleans); quotes around strings are optional unless they contain a comma or ``and``.
+    """Parse ``--where`` texts into cube conditions (see :mod:`kartoframe.cli._where`).
 
     Raises
     ------
-    InvalidInputError
-        Unparsable text, unknown column, or a value not of the column's type.
+    BadInput
+        Unparsable text, unknown column, a value not of the column's type, or what cube
+        conditions cannot express (``or``, null, ``not in``).
     """
-    from kartoframe.plan.conditions import C, Condition
+    from kartoframe.cli._where import parse_predicates, to_cube_conditions
 
-    out: list[Condition] = []
-    for text in texts:
-        for part in _split_outside_quotes(text, _AND_RE):
-            if not part:
-                raise BadInput(f"Empty comparison in --where {text!r}.")
-            m = _IN_RE.match(part)
-            if m:
-                col, raw = m.group(1), m.group(2)
-                values = _split_outside_quotes(raw, re.compile(r","))
-                if not values or any(not v for v in values):
-                    raise BadInput(f"Cannot parse the value list of {part!r}.")
-                typed = [_typed_value(col, v, types, part) for v in values]
-                out.append(C(col).isin(typed))
-            else:
-                out.append(Condition.from_string(part, types))
-    return out
-
-
-def _typed_value(col: str, raw: str, types: Mapping[str, pa.DataType], text: str) -> Any:
-    from kartoframe.plan.conditions import Condition, SimpleCondition
-
-    if col not in types:
-        raise BadInput(f'Unknown column "{col}" in condition "{text}"')
-    cond = Condition.from_string(f"{col} == {raw}", types)
-    assert isinstance(cond, SimpleCondition)
-    return cond.value
+    return to_cube_conditions(parse_predicates(texts, types))
