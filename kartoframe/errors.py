@@ -13,16 +13,21 @@ error                                    also a
 :class:`InvalidTypeError`                ``TypeError``
 :class:`SchemaError`                     ``ValueError``
 :class:`FormatError` (+ children)        ``ValueError``
-:class:`StorageError`                    ``OSError``
+:class:`MissingDataFileError`            ``ValueError``, ``FileNotFoundError``
+:class:`StorageError` (+ children)       ``OSError``
+:class:`StorageCredentialsError`         ``OSError``, ``PermissionError``
 :class:`MissingDependencyError`          ``ImportError``
 ======================================  ===============================
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ColumnNotFoundError",
     "CommitConflictError",
+    "CorruptDataError",
     "CorruptMetadataError",
     "DatasetExistsError",
     "DatasetNotFoundError",
@@ -33,9 +38,12 @@ __all__ = [
     "InvalidTypeError",
     "InvalidUUIDError",
     "KartoframeError",
+    "MissingBucketError",
+    "MissingDataFileError",
     "MissingDependencyError",
     "NullPartitionValueError",
     "SchemaError",
+    "StorageCredentialsError",
     "StorageError",
     "UnsafePathError",
     "UnsupportedVersionError",
@@ -120,8 +128,49 @@ class UnsupportedVersionError(FormatError):
     """The header has a ``dataset_metadata_version`` other than 4."""
 
 
+class CorruptDataError(FormatError):
+    """A data file of a dataset cannot be read as Parquet with the dataset's schema.
+
+    Attributes
+    ----------
+    dataset_uuid, partition, key
+        The dataset, the partition (its ``col=value/...`` path, empty if unpartitioned)
+        and the key of the file.
+    """
+
+    def __init__(
+        self, message: str, *, dataset_uuid: str = "", partition: str = "", key: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.dataset_uuid = dataset_uuid
+        self.partition = partition
+        self.key = key
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), str(self.args[0]), self.__dict__))
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class MissingDataFileError(CorruptDataError, FileNotFoundError):
+    """A data file the dataset's header references does not exist (the dataset is corrupt).
+
+    Also a ``FileNotFoundError``, but not a :class:`DatasetNotFoundError`: the dataset
+    exists and one of its files is gone.
+    """
+
+
 class StorageError(KartoframeError, OSError):
     """The store failed (after retries)."""
+
+
+class MissingBucketError(StorageError):
+    """The bucket (or container) of an object-store URL does not exist."""
+
+
+class StorageCredentialsError(StorageError, PermissionError):
+    """The object store found no usable credentials (or refused the ones given)."""
 
 
 class CommitConflictError(KartoframeError):
@@ -136,3 +185,10 @@ class MissingDependencyError(KartoframeError, ImportError):
             f"{package} is required for this feature; install it with "
             f"`pip install 'kartoframe[{extra}]'`."
         )
+
+
+def _rebuild(cls: type[BaseException], message: str, state: dict[str, Any]) -> BaseException:
+    """Unpickle an error whose constructor takes keyword arguments (dask, Spark)."""
+    err = cls(message)
+    err.__dict__.update(state)
+    return err

@@ -36,6 +36,7 @@ from kartoframe.errors import (
 )
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format import naming
+from kartoframe.format.commit_args import check_app_transaction
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.scan import ScanPlan, needs_statistics, plan_scan, required_index_columns
@@ -434,6 +435,7 @@ def store_dataset_from_ddf(
     st = ensure_store(store)
     fmt = check_format(metadata_storage_format)
     check_metadata_version(metadata_version)
+    check_app_transaction(app_id, app_version)  # before any task writes a file
     naming.validate_name(table_name, "table_name")
     pon = str_list(partition_on, "partition_on")
     sidx = str_list(secondary_indices, "secondary_indices")
@@ -588,6 +590,7 @@ def update_dataset_from_ddf(
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
     check_metadata_version(default_metadata_version)
+    check_app_transaction(app_id, app_version)  # before any task writes a file
     fmt = check_format(metadata_storage_format)
     evolution = _evolution_arg(schema_evolution)
     naming.validate_name(table_name, "table_name")

@@ -33,7 +33,11 @@ from kartoframe.execution.write import (
     write_chunk,
 )
 from kartoframe.format import naming
-from kartoframe.format.commit_args import already_committed, check_app_transaction
+from kartoframe.format.commit_args import (
+    already_committed,
+    check_app_transaction,
+    check_user_metadata,
+)
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
@@ -103,7 +107,7 @@ def _resolve_metadata(
     bad = [k for k in metadata if not isinstance(k, str)]
     if bad:
         raise InvalidTypeError(f"metadata keys must be strings, got {bad!r}.")
-    return metadata
+    return check_user_metadata(metadata)
 
 
 def _frames(dfs: object, name: str) -> list[Any]:

@@ -17,7 +17,15 @@ from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.txlog import header_txn
 
-__all__ = ["already_committed", "check_app_transaction", "check_commit_info"]
+__all__ = [
+    "already_committed",
+    "check_app_transaction",
+    "check_commit_info",
+    "check_user_metadata",
+]
+
+#: Largest ``app_version`` (headers and log entries store it as a signed 64-bit integer).
+MAX_APP_VERSION = 2**63 - 1
 
 
 def check_app_transaction(app_id: object, app_version: object) -> tuple[str | None, int | None]:
@@ -35,6 +43,16 @@ def check_app_transaction(app_id: object, app_version: object) -> tuple[str | No
         raise InvalidTypeError("app_id must be a non-empty string (at most 1000 characters).")
     if not isinstance(app_version, int) or isinstance(app_version, bool) or app_version < 0:
         raise InvalidTypeError("app_version must be a non-negative integer.")
+    if app_version > MAX_APP_VERSION:
+        err = InvalidInputError(
+            f"app_version {app_version} is too large: it is stored as a signed 64-bit "
+            f"integer (at most {MAX_APP_VERSION})."
+        )
+        try:
+            orjson.dumps(app_version)
+        except TypeError as e:
+            raise err from e
+        raise err
     return app_id, app_version
 
 
@@ -49,6 +67,27 @@ def check_commit_info(commit_info: object) -> dict[str, Any] | None:
     except TypeError as e:
         raise InvalidTypeError(f"commit_info must be JSON-serialisable: {e}") from e
     return dict(commit_info)
+
+
+def check_user_metadata(metadata: Mapping[str, Any], what: str = "metadata") -> Mapping[str, Any]:
+    """Check that user metadata (stored in the header) can be encoded; return it.
+
+    Headers are JSON or msgpack documents: values must be JSON-serialisable (strings,
+    numbers within 64 bits, booleans, None, lists and dicts of those).
+
+    Raises
+    ------
+    InvalidTypeError
+        A value cannot be encoded (the message names it).
+    """
+    try:
+        orjson.dumps(dict(metadata), option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+    except TypeError as e:
+        raise InvalidTypeError(
+            f"{what} must be JSON-serialisable (strings, numbers within 64 bits, booleans, "
+            f"None, lists and dicts of those): {e}"
+        ) from e
+    return metadata
 
 
 def already_committed(

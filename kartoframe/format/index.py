@@ -248,14 +248,20 @@ def index_to_bytes(index: pa.Table) -> bytes:
 
 
 def index_from_bytes(
-    data: bytes, column: str, origin: str = "", only: Sequence[Any] | None = None
+    data: bytes,
+    column: str,
+    origin: str = "",
+    only: Sequence[Any] | None = None,
+    column_type: pa.DataType | None = None,
 ) -> pa.Table:
     """Decode an index file; the value column is cast to its normalised type.
 
     With ``only`` (non-null values of the column's type), row groups whose statistics
     exclude all of them are not decoded: the result holds every row of those values (and
     others). Such a partial index answers ``==`` and ``in`` lookups of those values
-    exactly, and nothing else.
+    exactly, and nothing else. With ``column_type`` (the column's type in the dataset
+    schema), an index whose values are of another kind (strings for an integer column)
+    is refused.
 
     Raises
     ------
@@ -263,12 +269,47 @@ def index_from_bytes(
         If the file is not Parquet, lacks the expected columns or has unusable types.
     """
     try:
-        return _index_from_bytes(data, column, origin, only)
+        index = _index_from_bytes(data, column, origin, only)
+        if column_type is not None:
+            _check_value_kind(index.schema.field(column).type, column, column_type, origin)
+        return index
     except CorruptMetadataError:
         raise
     except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as e:
         # ValueError covers UnicodeDecodeError from corrupt names in the Parquet schema
         raise CorruptMetadataError(f"Cannot read index file {origin}: {e}") from e
+
+
+def _value_kind(t: pa.DataType) -> str:
+    """The comparison family of a type (values of one family compare with each other)."""
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    for kind, test in (
+        ("integer", pa.types.is_integer),
+        ("floating", pa.types.is_floating),
+        ("decimal", pa.types.is_decimal),
+        ("string", lambda x: pa.types.is_string(x) or pa.types.is_large_string(x)),
+        ("binary", lambda x: pa.types.is_binary(x) or pa.types.is_large_binary(x)),
+        ("boolean", pa.types.is_boolean),
+        ("date", pa.types.is_date),
+        ("timestamp", pa.types.is_timestamp),
+        ("null", pa.types.is_null),
+    ):
+        if test(t):
+            return kind
+    return str(t)
+
+
+def _check_value_kind(
+    value_type: pa.DataType, column: str, column_type: pa.DataType, origin: str
+) -> None:
+    kinds = {_value_kind(value_type), _value_kind(column_type)}
+    if len(kinds) > 1 and "null" not in kinds:
+        raise CorruptMetadataError(
+            f"Index file {origin} (column {column!r}) holds {value_type} values, but the "
+            f"column has type {column_type} in the dataset schema; the index is corrupt "
+            "(rebuild it with build_dataset_indices)."
+        )
 
 
 def _index_from_bytes(

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.errors import CorruptMetadataError, InvalidTypeError
+from kartoframe.errors import CorruptMetadataError, InvalidPredicateError, InvalidTypeError
 
 __all__ = [
     "is_null_value",
@@ -112,6 +112,30 @@ def _type_error(column: str, arrow_type: pa.DataType, value: object) -> InvalidT
     )
 
 
+#: ``(bit width, signed) -> (lowest, highest)`` value of the Arrow integer types.
+_INT_RANGES = {
+    (bits, signed): (
+        (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+    )
+    for bits in (8, 16, 32, 64)
+    for signed in (True, False)
+}
+
+
+def _out_of_range(column: str, t: pa.DataType, value: int) -> InvalidPredicateError:
+    """The error for an integer literal the column's type cannot hold (cause: Arrow's)."""
+    err = InvalidPredicateError(
+        f"Predicate value {value!r} on column {column!r} is out of range for its type {t} "
+        f"({_INT_RANGES[t.bit_width, pa.types.is_signed_integer(t)][0]} .. "
+        f"{_INT_RANGES[t.bit_width, pa.types.is_signed_integer(t)][1]})."
+    )
+    try:
+        pa.scalar(value, type=t)
+    except (OverflowError, pa.ArrowException) as e:
+        err.__cause__ = e
+    return err
+
+
 def normalize_literal(column: str, arrow_type: pa.DataType, value: object) -> Any:
     """Check a non-null literal against a column type and normalise it.
 
@@ -124,6 +148,8 @@ def normalize_literal(column: str, arrow_type: pa.DataType, value: object) -> An
         If the value's kind does not match the column (e.g. a string for an int
         column, a ``datetime`` for a ``date`` column, or a naive timestamp for a
         tz-aware column).
+    InvalidPredicateError
+        An integer the column's type cannot hold (``2**63`` for an ``int64`` column).
     """
     t = arrow_type
     if pa.types.is_dictionary(t):
@@ -141,6 +167,9 @@ def normalize_literal(column: str, arrow_type: pa.DataType, value: object) -> An
         raise _type_error(column, arrow_type, value)
     if pa.types.is_integer(t):
         if isinstance(v, int) and not isinstance(v, bool):
+            lo, hi = _INT_RANGES[t.bit_width, pa.types.is_signed_integer(t)]
+            if not lo <= v <= hi:
+                raise _out_of_range(column, t, v)
             return v
         raise _type_error(column, arrow_type, value)
     if pa.types.is_floating(t):

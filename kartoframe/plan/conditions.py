@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.errors import InvalidInputError, InvalidTypeError
+from kartoframe.errors import InvalidInputError, InvalidPredicateError, InvalidTypeError
 from kartoframe.format.values import is_null_value, normalize_literal
 
 __all__ = [
@@ -484,6 +484,8 @@ def check_condition_types(conditions: Conjunction, schemas: Mapping[str, pa.Sche
 def _literal_ok(col: str, t: pa.DataType, v: Any) -> bool:
     try:
         normalize_literal(col, t, v)
+    except InvalidPredicateError:
+        raise  # an integer the column cannot hold: say so, not "wrong type"
     except (InvalidTypeError, ValueError, TypeError, OverflowError):
         return False
     dtype = getattr(v, "dtype", None)

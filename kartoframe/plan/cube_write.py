@@ -29,6 +29,7 @@ from kartoframe.errors import (
     InvalidTypeError,
     SchemaError,
 )
+from kartoframe.format.commit_args import check_user_metadata
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.cube import (
     CUBE_TABLE,
@@ -192,6 +193,7 @@ def check_metadata(metadata: object, dataset_ids: Iterable[str]) -> dict[str, di
             raise InvalidTypeError(
                 f"Provided metadata for dataset {k} should be a dict but is {type(v).__name__}"
             )
+        check_user_metadata(v, what=f"metadata of dataset {k}")
     return {k: dict(v) for k, v in metadata.items()}
 
 

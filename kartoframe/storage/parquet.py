@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from kartoframe.errors import CorruptDataError, KartoframeError, MissingDataFileError
 from kartoframe.format.arrow_memory import reader
 from kartoframe.storage.store import Store, local_makedirs
 
@@ -52,7 +53,7 @@ def write_table(
     return len(data)
 
 
-def read_files(
+def _read_files(
     store: Store,
     keys: Sequence[str],
     schema: pa.Schema,
@@ -92,9 +93,130 @@ def read_files(
             filesystem=store.arrow_filesystem(),
             partitions=exprs,
         )
-        return dataset.to_table(columns=cols, filter=filter, use_threads=use_threads)
+        try:
+            return dataset.to_table(columns=cols, filter=filter, use_threads=use_threads)
+        except OSError as e:
+            if e.errno is None and not isinstance(e, KartoframeError):
+                # Arrow reports undecodable bytes (bad thrift, pages) as an OSError
+                # without errno: not a failure of the disk, so not worth retrying
+                raise _Undecodable(e) from e
+            raise
 
     return store.with_retry("read", keys[0], _scan)
+
+
+class _Undecodable(Exception):
+    """Carries an Arrow decoding error out of the store's retry loop (never retried)."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def read_files(
+    store: Store,
+    keys: Sequence[str],
+    schema: pa.Schema,
+    *,
+    partition_values: Sequence[Sequence[tuple[str, Any]]] | None = None,
+    columns: Sequence[str] | None = None,
+    filter: pc.Expression | None = None,
+    use_threads: bool = True,
+) -> pa.Table:
+    """Scan Parquet objects as one table with the dataset ``schema``.
+
+    Data files may hold narrower types (int8 for int64, ``large_string`` for
+    ``string``), lack columns (filled with nulls) or carry stray pandas index columns
+    (ignored); partition columns absent from the files are materialised from
+    ``partition_values``. ``filter`` prunes row groups by their statistics and filters
+    rows. File order is kept.
+
+    Raises
+    ------
+    MissingDataFileError
+        A key does not exist (the message names the file, its partition and dataset).
+    CorruptDataError
+        A file cannot be decoded, or its columns cannot be read with ``schema``.
+    StorageError
+        The store failed.
+    """
+    kwargs: dict[str, Any] = {
+        "partition_values": partition_values,
+        "columns": columns,
+        "filter": filter,
+        "use_threads": use_threads,
+    }
+    try:
+        return _read_files(store, keys, schema, **kwargs)
+    except KartoframeError:
+        raise
+    except _Undecodable as u:
+        raise _data_error(store, keys, schema, u.error, kwargs) from u.error
+    except (pa.ArrowException, OSError) as e:
+        raise _data_error(store, keys, schema, e, kwargs) from e
+
+
+def _describe(store: Store, key: str) -> tuple[str, str, str]:
+    """``(dataset uuid, partition path, description)`` of a data key."""
+    parts = key.split("/")
+    uuid = parts[0]
+    partition = "/".join(parts[2:-1]) if len(parts) > 3 else ""
+    where = f"partition {partition!r}" if partition else "no partition keys"
+    return uuid, partition, f"{key!r} ({where}) of dataset {uuid!r} in {store.display_url}"
+
+
+def _culprit(
+    store: Store, keys: Sequence[str], schema: pa.Schema, e: BaseException, kwargs: dict[str, Any]
+) -> str | None:
+    """The key a failed scan of several files failed on (probed one by one)."""
+    if len(keys) == 1:
+        return keys[0]
+    text = str(e)
+    for k in keys:
+        if store.path(k) in text:
+            return k
+    pvs = kwargs["partition_values"]
+    for i, k in enumerate(keys):
+        if isinstance(e, FileNotFoundError):
+            if not store.exists(k):
+                return k
+            continue
+        one = {**kwargs, "partition_values": None if pvs is None else [pvs[i]]}
+        try:
+            _read_files(store, [k], schema, **one)
+        except Exception:  # any failure of this one file names it
+            return k
+    return None
+
+
+def _data_error(
+    store: Store, keys: Sequence[str], schema: pa.Schema, e: BaseException, kwargs: dict[str, Any]
+) -> CorruptDataError:
+    """The error for a failed scan, naming the file, its partition and its dataset."""
+    key = _culprit(store, keys, schema, e, kwargs)
+    detail = store._safe_message(e)
+    if key is None:
+        return CorruptDataError(
+            f"Cannot read the data files {list(keys)[:5]} (first of {len(keys)}) in "
+            f"{store.display_url}: {detail}"
+        )
+    uuid, partition, where = _describe(store, key)
+    if isinstance(e, FileNotFoundError):
+        return MissingDataFileError(
+            f"Data file {where} is missing: the header references it but the store has "
+            "no such object. The dataset is corrupt (a file was deleted by hand or by "
+            "another tool); restore the file or an earlier version.",
+            dataset_uuid=uuid,
+            partition=partition,
+            key=key,
+        )
+    return CorruptDataError(
+        f"Data file {where} cannot be read as Parquet with the dataset's schema: "
+        f"{type(e).__name__}: {detail}",
+        dataset_uuid=uuid,
+        partition=partition,
+        key=key,
+    )
 
 
 def _read_fetched(

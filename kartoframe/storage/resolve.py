@@ -201,7 +201,14 @@ def load_indices(
             data = store.get_or_none(key)
             if data is None:
                 raise CorruptMetadataError(f"Index file {key!r} of dataset {md.uuid!r} is missing.")
-            idx = index_from_bytes(data, col, origin=repr(key), only=only.get(col))
+            col_type = loaded.schema.field(col).type if col in loaded.schema.names else None
+            idx = index_from_bytes(
+                data,
+                col,
+                origin=f"{key!r} of dataset {md.uuid!r}",
+                only=only.get(col),
+                column_type=col_type,
+            )
         elif col in md.embedded_indices:
             t = loaded.schema.field(col).type if col in loaded.schema.names else pa.string()
             idx = index_from_embedded(col, t, md.embedded_indices[col])
