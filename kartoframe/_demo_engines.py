@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -111,31 +108,10 @@ def cube_step(store: kf.Store, df: pd.DataFrame) -> None:
 
 
 def _spark_session() -> Any:
-    from pyspark.sql import SparkSession
+    import kartoframe.spark as ks
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    log4j = os.path.join(tempfile.mkdtemp(prefix="kf-demo-"), "log4j2.properties")
-    with open(log4j, "w") as f:
-        f.write(
-            "rootLogger.level = error\nrootLogger.appenderRef.stderr.ref = console\n"
-            "appender.console.type = Console\nappender.console.name = console\n"
-            "appender.console.target = SYSTEM_ERR\n"
-            "appender.console.layout.type = PatternLayout\n"
-        )
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("kartoframe-demo")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{log4j}")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    # workers run this interpreter (PYSPARK_PYTHON), Arrow, UTC, quiet logs
+    return ks.local_session("kartoframe-demo", cores=2)
 
 
 def spark_step(store: kf.Store, df: pd.DataFrame) -> None:

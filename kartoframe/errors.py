@@ -17,6 +17,7 @@ error                                    also a
 :class:`StorageError` (+ children)       ``OSError``
 :class:`StorageCredentialsError`         ``OSError``, ``PermissionError``
 :class:`MissingDependencyError`          ``ImportError``
+:class:`SparkPythonWorkerError`          ``RuntimeError``
 ======================================  ===============================
 """
 
@@ -43,6 +44,7 @@ __all__ = [
     "MissingDependencyError",
     "NullPartitionValueError",
     "SchemaError",
+    "SparkPythonWorkerError",
     "StorageCredentialsError",
     "StorageError",
     "UnsafePathError",
@@ -175,6 +177,15 @@ class StorageCredentialsError(StorageError, PermissionError):
 
 class CommitConflictError(KartoframeError):
     """A concurrent commit changed what this commit depends on."""
+
+
+class SparkPythonWorkerError(KartoframeError, RuntimeError):
+    """A local Spark session's Python workers run an interpreter without kartoframe.
+
+    Raised before the first Spark job that needs Python workers; the fix is to create the
+    session with :func:`kartoframe.spark.local_session` or to set ``PYSPARK_PYTHON`` to the
+    driver's interpreter before the session starts.
+    """
 
 
 class MissingDependencyError(KartoframeError, ImportError):

@@ -77,12 +77,76 @@ __all__ = [
     "append_to_cube_from_sdf",
     "build_cube_from_sdf",
     "extend_cube_from_sdf",
+    "local_session",
     "query_cube_sdf",
     "read_dataset_as_sdf",
     "store_dataset_from_sdf",
     "update_cube_from_sdf",
     "update_dataset_from_sdf",
 ]
+
+
+def local_session(
+    app_name: str = "kartoframe",
+    cores: int = 2,
+    *,
+    driver_memory: str = "1g",
+    java_options: str = "",
+    quiet: bool = True,
+    conf: Mapping[str, object] | None = None,
+) -> SparkSession:
+    """A local SparkSession configured for kartoframe (``local[cores]``).
+
+    Spark's Python workers run ``PYSPARK_PYTHON`` as it is when the session starts
+    (``python3`` from ``PATH`` when unset), so in a virtual environment that is not
+    activated they cannot import kartoframe or pyarrow. This sets ``PYSPARK_PYTHON`` to
+    the running interpreter (``sys.executable``) before the JVM starts, and
+    ``SPARK_LOCAL_IP=127.0.0.1`` unless set, then builds the session with Arrow
+    conversions enabled, the session time zone UTC, ``cores`` shuffle partitions and
+    default parallelism, no web UI or progress bars, and (``quiet``) error-only logging.
+
+    Parameters
+    ----------
+    app_name
+        The Spark application name.
+    cores
+        Local worker threads (``local[cores]``), also the shuffle partitions.
+    driver_memory
+        ``spark.driver.memory`` (takes effect only when this call starts the JVM).
+    java_options
+        Extra JVM options for the driver (``spark.driver.extraJavaOptions``), e.g.
+        ``"-XX:TieredStopAtLevel=1"`` for a faster start of short jobs.
+    quiet
+        Log errors only (a log4j2 configuration shipped with kartoframe, and
+        ``setLogLevel("ERROR")``).
+    conf
+        More Spark settings (``{"spark.sql.shuffle.partitions": "8"}``), applied last.
+
+    Returns
+    -------
+    pyspark.sql.SparkSession
+        A new session, or the active one (``getOrCreate``): JVM-level settings of a
+        session that already runs do not change.
+
+    Raises
+    ------
+    MissingDependencyError
+        pyspark is not installed.
+    InvalidInputError
+        ``cores`` is not a positive integer.
+    SparkPythonWorkerError
+        A session that was already running has workers that cannot import kartoframe.
+
+    Examples
+    --------
+    >>> import kartoframe.spark as kfs  # doctest: +SKIP
+    >>> spark = kfs.local_session("my-job", cores=2)  # doctest: +SKIP
+    >>> spark.conf.get("spark.sql.session.timeZone")  # doctest: +SKIP
+    'UTC'
+    """
+    return spark_engine.local_session(
+        app_name, cores, driver_memory, java_options, quiet, dict(conf or {})
+    )
 
 
 def read_dataset_as_sdf(
@@ -227,6 +291,7 @@ def _write_and_commit(
     expect_absent: bool,
     repartition: bool,
     schema_evolution: SchemaEvolution = "none",
+    create_or_update: bool = False,
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,
@@ -268,6 +333,7 @@ def _write_and_commit(
         storage_format=storage_format,
         table_name=table_name,
         expect_absent=expect_absent,
+        create_or_update=create_or_update,
         empty_schema=empty_schema if base is None else None,
         schema_evolution=schema_evolution,
         app_id=app_id,
@@ -519,6 +585,7 @@ def update_dataset_from_sdf(
         table_name=table_name,
         sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
         expect_absent=base is None,
+        create_or_update=True,
         repartition=repartition,
         schema_evolution=evolution,
         app_id=app_id,

@@ -87,6 +87,7 @@ def cube_plan_to_sdf(spark: Any, plan: CubeQueryPlan, store: Store, *, sort: boo
     struct = spark_engine.spark_type(to_spark_schema(schema))
     if not plan.groups:
         return spark.createDataFrame([], struct)
+    spark_engine.check_python_workers(spark)
     slices = max(1, spark.sparkContext.defaultParallelism * 4)
     groups = plan.coalesced(slices)
     if not plan.intention.partition_by and len(groups) > 1:

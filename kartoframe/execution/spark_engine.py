@@ -25,11 +25,16 @@ import contextlib
 import dataclasses
 import datetime as dt
 import decimal
+import os
 import pickle
 import re
+import shutil
+import subprocess
+import sys
 import threading
 import time
 import uuid as _uuid
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
@@ -69,8 +74,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ReaderChoice",
+    "check_python_workers",
     "check_store",
     "column",
+    "local_session",
     "spark_type",
     "delete_job_files",
     "plan_to_sdf",
@@ -98,6 +105,141 @@ def require_pyspark() -> Any:
     except ImportError as e:
         raise MissingDependencyError("pyspark", "spark") from e
     return pyspark
+
+
+#: SparkContext -> the worker interpreter (``sc.pythonExec``) already found usable.
+_WORKERS_OK: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_WORKER_PROBE = "import kartoframe, pyarrow"
+
+
+def _worker_python_problem(python_exec: str) -> str | None:
+    """Why ``python_exec`` (as Spark's local workers would start it) cannot run kartoframe."""
+    found = shutil.which(python_exec)
+    if found is None:
+        return f"{python_exec!r} is not an executable on PATH"
+    driver = os.path.abspath(sys.executable)
+    found = os.path.abspath(found)
+    # the driver's interpreter, or a sibling in the same (virtual) environment's bin folder
+    if found == driver or os.path.dirname(found) == os.path.dirname(driver):
+        return None
+    try:
+        proc = subprocess.run(
+            [found, "-c", _WORKER_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as e:
+        if isinstance(e, subprocess.TimeoutExpired):
+            return None  # cannot tell; let Spark try
+        return f"{found!r} cannot be started ({e})"
+    if proc.returncode == 0:
+        return None
+    lines = [ln for ln in proc.stderr.strip().splitlines() if ln.strip()]
+    return f"{found!r} cannot import kartoframe ({lines[-1] if lines else 'exit code'})"
+
+
+def check_python_workers(spark: SparkSession) -> None:
+    """Fail early when local Spark's Python workers cannot import kartoframe.
+
+    Spark's Python workers run ``PYSPARK_PYTHON`` as it was when the SparkContext
+    started (``python3`` from ``PATH`` when unset), not the driver's interpreter, so in a
+    virtual environment that is not activated every ``mapInArrow`` task fails with a long
+    Java stack trace ending in ``ModuleNotFoundError``. For a local master this checks the
+    worker interpreter once per SparkContext: free when it is the driver's (or lives in
+    the same environment), otherwise one ``python -c "import kartoframe"``. Remote
+    masters are not checked (their workers run elsewhere).
+
+    Raises
+    ------
+    SparkPythonWorkerError
+        The workers' interpreter cannot import kartoframe (the message names the fix).
+    """
+    try:
+        sc = spark.sparkContext
+        master = str(sc.master)
+        python_exec = str(sc.pythonExec)
+    except Exception:  # e.g. Spark Connect: no SparkContext in this process
+        return
+    if not master.startswith("local"):
+        return
+    try:
+        if _WORKERS_OK.get(sc) == python_exec:
+            return
+    except TypeError:  # pragma: no cover - not weak-referenceable
+        pass
+    problem = _worker_python_problem(python_exec)
+    if problem is not None:
+        origin = (
+            "PYSPARK_PYTHON when the session started"
+            if python_exec != "python3"
+            else "PYSPARK_PYTHON was unset when the session started: the first python3 on PATH"
+        )
+        conf_python = sc.getConf().get("spark.pyspark.python", None)
+        note = (
+            f" (spark.pyspark.python={conf_python!r} is not used by local Python workers)"
+            if conf_python
+            else ""
+        )
+        raise errors.SparkPythonWorkerError(
+            f"Spark's Python workers cannot run kartoframe: they start {python_exec!r} "
+            f"({origin}) and {problem}; the driver runs {sys.executable!r}{note}. Create the "
+            "session with kartoframe.spark.local_session(), or set "
+            "os.environ['PYSPARK_PYTHON'] = sys.executable before the SparkSession starts "
+            '(export PYSPARK_PYTHON="$(which python)" in a shell).'
+        )
+    with contextlib.suppress(TypeError):
+        _WORKERS_OK[sc] = python_exec
+
+
+#: Settings of :func:`local_session` (before the caller's ``conf``).
+LOCAL_SESSION_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+def local_session(
+    app_name: str,
+    cores: int,
+    driver_memory: str,
+    java_options: str,
+    quiet: bool,
+    conf: Mapping[str, object],
+) -> SparkSession:
+    """Build (or get) a local SparkSession whose Python workers run this interpreter."""
+    require_pyspark()
+    from pyspark.sql import SparkSession
+
+    if not isinstance(cores, int) or isinstance(cores, bool) or cores < 1:
+        raise InvalidInputError(f"cores must be a positive integer, got {cores!r}.")
+    # read by SparkContext.__init__ (sc.pythonExec); spark.pyspark.python is not used
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    options = dict(LOCAL_SESSION_CONF)
+    options["spark.sql.shuffle.partitions"] = str(cores)
+    options["spark.default.parallelism"] = str(cores)
+    options["spark.driver.memory"] = driver_memory
+    java = []
+    if quiet:
+        log4j = os.path.join(os.path.dirname(errors.__file__), "spark-log4j2.properties")
+        java.append(f"-Dlog4j2.configurationFile=file:{log4j}")
+    if java_options:
+        java.append(java_options)
+    if java:
+        options["spark.driver.extraJavaOptions"] = " ".join(java)
+    options.update({str(k): str(v) for k, v in conf.items()})
+    builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+    for key, value in options.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if quiet:
+        session.sparkContext.setLogLevel("ERROR")
+    check_python_workers(session)
+    return session
 
 
 def _F() -> Any:
@@ -509,6 +651,7 @@ def _arrow_sdf(
     store: Store,
     tasks: Sequence[ReadTask],
 ) -> DataFrame:
+    check_python_workers(spark)
     sub = dataclasses.replace(plan, tasks=tuple(tasks))
     out_schema = spark_arrow_schema(plan.schema, plan.columns)
     struct = spark_type(to_spark_schema(plan.schema, plan.columns))
@@ -791,6 +934,7 @@ def write_sdf(
         if buffer:
             yield flush()
 
+    check_python_workers(sdf.sparkSession)
     sc = sdf.sparkSession.sparkContext
     group = f"kartoframe-write-{job_id}"
     out = sdf.mapInArrow(write, spark_type(to_spark_schema(_RECORD_SCHEMA)))

@@ -1,9 +1,11 @@
 """The session-scoped local SparkSession shared by the Spark tests.
 
-Settings follow the measured platform notes: ``local[2]``, no UI, quiet logging (the
-log4j2 file beside this module), ``PYSPARK_PYTHON`` set to the test interpreter before the
-JVM starts (otherwise Python workers run the system Python without pyarrow), UTC session
-time zone, small shuffles, and a JIT setting that shortens the cold start.
+Built by :func:`kartoframe.spark.local_session` (the documented way): ``local[2]``,
+``PYSPARK_PYTHON`` set to the test interpreter before the JVM starts (otherwise Python
+workers run the system Python without pyarrow), Arrow, UTC session time zone, small
+shuffles, no UI. On top: the tests' own log4j2 file beside this module (it also silences
+the executor logs of expected task failures) and a JIT setting that shortens the cold
+start.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import os
 import pathlib
 import shutil
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,27 +27,12 @@ def spark() -> Iterator[Any]:
     pytest.importorskip("pyspark")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java; `make test` installs it")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    import kartoframe.spark as kfs
 
     java_opts = (
         f"-Dlog4j2.configurationFile=file:{HERE / 'log4j2.properties'} "
         "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     )
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("kartoframe-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.memory", "1g")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.extraJavaOptions", java_opts)
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
+    session = kfs.local_session("kartoframe-tests", cores=2, java_options=java_opts)
     yield session
     session.stop()
