@@ -124,6 +124,49 @@ def _restore_units(df: pd.DataFrame, records: dict[str, dict[str, Any]]) -> pd.D
     return df
 
 
+_NULLABLE_INTEGERS = {
+    pa.int8(): "Int8",
+    pa.int16(): "Int16",
+    pa.int32(): "Int32",
+    pa.int64(): "Int64",
+    pa.uint8(): "UInt8",
+    pa.uint16(): "UInt16",
+    pa.uint32(): "UInt32",
+    pa.uint64(): "UInt64",
+}
+
+
+def _nullable_integer_records(
+    table: pa.Table, records: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Pandas metadata records that read integer columns holding nulls as pandas nullable
+    integers (``Int64``), never as ``float64`` (which changes values above 2**53).
+
+    Columns whose records already name a dtype with a missing value (``Int64``,
+    ``int64[pyarrow]``) keep it; columns without nulls keep their numpy dtype (cost: one
+    ``null_count`` per integer column).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for field, column in zip(table.schema, table.columns):
+        nullable = _NULLABLE_INTEGERS.get(field.type)
+        if nullable is None or column.null_count == 0:
+            continue
+        rec = records.get(field.name)
+        numpy_type = rec.get("numpy_type") if rec is not None else None
+        if isinstance(numpy_type, str) and (
+            numpy_type[:1].isupper() or numpy_type.endswith("[pyarrow]")
+        ):
+            continue
+        base = rec or {
+            "name": field.name,
+            "field_name": field.name,
+            "pandas_type": str(field.type),
+            "metadata": None,
+        }
+        out[field.name] = {**base, "numpy_type": nullable}
+    return out
+
+
 @functools.lru_cache(maxsize=256)
 def pandas_read_schema(schema: pa.Schema) -> pa.Schema:
     """The schema to scan with when the result goes to pandas.
@@ -176,6 +219,7 @@ def table_to_frame(
     meta = pandas_metadata(schema) or {}
     records = {r["name"]: r for r in meta.get("columns", []) if isinstance(r, dict)}
     names = table.column_names
+    records = {**records, **_nullable_integer_records(table, records)}
     sub = dict(meta)
     sub["columns"] = [records[n] for n in names if n in records]
     sub["index_columns"] = []

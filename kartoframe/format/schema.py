@@ -117,6 +117,12 @@ def _pandas_record(field: pa.Field, original: dict[str, Any] | None) -> dict[str
         rec["pandas_type"], rec["numpy_type"], rec["metadata"] = "date", "object", None
     elif original is None:
         rec["pandas_type"] = str(t)
+    if (
+        isinstance(orig_numpy, str)
+        and orig_numpy.endswith("[pyarrow]")
+        and (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t))
+    ):
+        rec["numpy_type"] = f"{t}[pyarrow]"  # pyarrow-backed: read back as such, nulls kept
     if rec.get("pandas_type") == "categorical":
         rec["pandas_type"], rec["numpy_type"], rec["metadata"] = str(t), "object", None
     return rec

@@ -1,0 +1,76 @@
+"""Format fidelity: what plateau (and kartoframe) wrote reads back with the same dtypes.
+
+Integers never silently become floats, implicit datasets whose schema has ``null``
+columns read, ``CsvSerializer`` datasets read and write, and ``categoricals=`` keeps the
+declared categories and their order.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+import kartoframe as kf
+
+plateau = pytest.importorskip("plateau.api.dataset")
+
+pytestmark = [
+    pytest.mark.interop,
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+BIG = 2**60 + 1  # not representable as float64
+
+
+def _ints(values: pd.Series) -> list[int | None]:
+    return [None if pd.isna(v) else int(v) for v in values]
+
+
+# -- integers with nulls -------------------------------------------------------------------
+def test_plateau_nullable_integers_stay_integers(tmp_path) -> None:
+    url = str(tmp_path / "store")
+    df = pd.DataFrame(
+        {
+            "p": [1, 1, 2, 2],
+            "x": pd.array([1, None, BIG, -BIG], dtype="Int64"),
+            "u": pd.array([None, 7, 8, 9], dtype="UInt8"),
+        }
+    )
+    plateau.store_dataframes_as_dataset(
+        store=f"hfs://{url}", dataset_uuid="ds", dfs=[df], partition_on=["p"]
+    )
+    theirs = plateau.read_table("ds", f"hfs://{url}")
+    ours = kf.read_table("ds", url)
+    assert ours["x"].dtype == theirs["x"].dtype == pd.Int64Dtype()
+    assert _ints(ours["x"]) == _ints(theirs["x"]) == [1, None, BIG, -BIG]
+    assert str(ours["u"].dtype) == "UInt64"  # Kartothek's type system stores uint64
+    assert _ints(ours["u"]) == [None, 7, 8, 9]
+    # one partition at a time, too
+    frames = kf.read_dataset_as_dataframes("ds", url)
+    assert [_ints(f["x"]) for f in frames] == [[1, None], [BIG, -BIG]]
+    assert str(frames[0]["x"].dtype) == "Int64"
+
+
+def test_pyarrow_integers_with_nulls_stay_integers(tmp_path) -> None:
+    url = str(tmp_path / "store")
+    df = pd.DataFrame({"p": [1, 1, 2], "y": pd.array([1, None, 2**31 - 1], dtype="int32[pyarrow]")})
+    kf.store_dataframes_as_dataset(url, "ds", [df], partition_on=["p"])
+    ours = kf.read_table("ds", url)
+    theirs = plateau.read_table("ds", f"hfs://{url}")
+    assert str(ours["y"].dtype) == str(theirs["y"].dtype) == "int64[pyarrow]"
+    assert _ints(ours["y"]) == [1, None, 2**31 - 1]
+
+
+def test_added_integer_column_is_nullable_in_old_files(tmp_path) -> None:
+    """Files written before a column was added hold nulls for it: still integers."""
+    url = str(tmp_path / "store")
+    kf.store_dataframes_as_dataset(
+        url, "ds", [pd.DataFrame({"p": [1], "a": [1]})], partition_on=["p"]
+    )
+    more = pd.DataFrame({"p": [2], "a": [2], "b": [BIG]})
+    kf.update_dataset_from_dataframes([more], url, "ds", schema_evolution="add_columns")
+    got = kf.read_table("ds", url).sort_values("p")
+    assert got["b"].dtype == pd.Int64Dtype()
+    assert _ints(got["b"]) == [None, BIG]
+    assert got["a"].dtype == "int64"  # no nulls: the numpy dtype, as stored
