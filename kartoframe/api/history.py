@@ -9,17 +9,12 @@ from typing import Any
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError
 from kartoframe.format import naming, txlog
-from kartoframe.format.header import DatasetHeader
-from kartoframe.format.statistics import STATISTICS_DIR
 from kartoframe.storage import log
 from kartoframe.storage.commit import publish_current
 from kartoframe.storage.retention import (
     DEFAULT_RETENTION_HOURS,
     check_retention,
-    data_candidates,
-    key_ages,
-    retained_versions,
-    temp_candidates,
+    collect_garbage,
 )
 from kartoframe.storage.store import Store
 
@@ -214,21 +209,10 @@ def vacuum_dataset(
     hours = check_retention(retention_hours, force=force, what="vacuum_dataset")
     if not dry_run:
         publish_current(st, uuid)
-    kept = retained_versions(st, uuid, hours)
-    assert kept.current.header is not None
-    cutoff = kept.cutoff_ms
-
-    def _old(mtime: int | None) -> bool:
-        return mtime < cutoff if mtime is not None else hours == 0
-
-    ages: dict[str, int | None] = {}
-    for prefix in _data_prefixes(kept.current.header):
-        ages.update(key_ages(st, prefix))
-    candidates = set(data_candidates(st, kept.current.header))
-    garbage = sorted(
-        k for k in candidates if k not in kept.referenced and _old(ages.get(k, cutoff))
-    )
-    temps = sorted(k for k, t in temp_candidates(st, uuid).items() if _old(t))
+    # the retention window is also the grace window: only files older than it go
+    collected = collect_garbage(st, uuid, hours, hours)
+    kept = collected.retained
+    garbage, temps = list(collected.garbage), list(collected.temps)
     expired = list(kept.expired_log)
     if dry_run:
         return sorted([*garbage, *temps, *expired])
@@ -248,15 +232,6 @@ def vacuum_dataset(
         for key in expired:  # oldest first: the log stays readable from any point
             st.delete(key)
     return sorted([*garbage, *temps, *expired])
-
-
-def _data_prefixes(header: DatasetHeader) -> list[str]:
-    uuid = header.uuid
-    return [
-        naming.table_prefix(uuid, header.table_name),
-        f"{uuid}/indices/",
-        f"{uuid}/{STATISTICS_DIR}/",
-    ]
 
 
 def _schema_bytes(store: Store, state: log.State) -> bytes | None:

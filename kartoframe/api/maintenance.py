@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
 from kartoframe.api.write import DatasetMetadataResult
-from kartoframe.errors import ColumnNotFoundError, DatasetNotFoundError, InvalidInputError
+from kartoframe.errors import (
+    ColumnNotFoundError,
+    CommitConflictError,
+    DatasetNotFoundError,
+    InvalidInputError,
+    KartoframeError,
+    StorageError,
+)
 from kartoframe.execution.kernel import read_task_table
 from kartoframe.execution.write import ChunkResult, WrittenPartition, commit_write
-from kartoframe.format import naming, txlog
+from kartoframe.format import generated, txlog
 from kartoframe.format.index import check_indexable, index_value_pairs
-from kartoframe.format.statistics import STATISTICS_DIR, STATISTICS_SUFFIX
 from kartoframe.plan.scan import plan_scan
 from kartoframe.progress import track
-from kartoframe.storage.lifecycle import delete_log, mark_deleted
-from kartoframe.storage.resolve import dataset_exists, load_dataset, read_header, statistics_ref
+from kartoframe.storage.lifecycle import delete_headers, delete_log, mark_deleted
+from kartoframe.storage.resolve import dataset_exists, load_dataset, read_header
 from kartoframe.storage.retention import (
     DEFAULT_RETENTION_HOURS,
-    check_retention,
-    data_candidates,
-    retained_versions,
+    GRACE_HOURS,
+    check_grace,
+    check_hours,
+    collect_garbage,
+    dataset_keys,
 )
 from kartoframe.storage.store import Store
 
@@ -34,60 +41,51 @@ __all__ = [
 ]
 
 
-def _referenced(store: Store, dataset_uuid: str) -> tuple[set[str], str]:
-    loaded = load_dataset(store, dataset_uuid)
-    md = loaded.metadata
-    keys = set(md.partitions.values()) | set(md.indices.values())
-    keys.add(naming.common_metadata_key(md.uuid, md.table_name))
-    stats = statistics_ref(md)
-    if stats is not None and stats.key is not None:
-        keys.add(stats.key)
-    return keys, md.table_name
-
-
 def unreferenced_keys(
     store: Store, dataset_uuid: str, retention_hours: float | None = None
 ) -> list[str]:
-    """Keys below ``<uuid>/<table>/``, ``<uuid>/indices/`` and ``<uuid>/_kartoframe/stats/``
-    that the header does not reference (nor, with ``retention_hours``, any version that was
-    current inside that window; see ``docs/transactions.md``).
+    """Data, index and statistics files (names writes generate) that no version inside
+    the retention window references, whatever their age (None: the current version).
+
+    This ignores the grace window; what :func:`garbage_collect_dataset` would delete is
+    ``garbage_collect_dataset(..., dry_run=True)``.
     """
-    if retention_hours is not None:
-        kept = retained_versions(store, dataset_uuid, retention_hours)
-        assert kept.current.header is not None
-        return [k for k in data_candidates(store, kept.current.header) if k not in kept.referenced]
-    keys, table = _referenced(store, dataset_uuid)
-    found = read_header(store, dataset_uuid)
-    assert found is not None
-    if not found[0].explicit_partitions:
-        # implicit dataset: every data file is live
-        candidates = list(store.iter_keys(f"{dataset_uuid}/indices/"))
-    else:
-        candidates = list(store.iter_keys(naming.table_prefix(dataset_uuid, table)))
-        candidates += list(store.iter_keys(f"{dataset_uuid}/indices/"))
-    candidates += list(store.iter_keys(f"{dataset_uuid}/{STATISTICS_DIR}/"))
-    return [k for k in candidates if k not in keys]
+    hours = 0.0 if retention_hours is None else check_hours(retention_hours, "retention_hours")
+    return list(collect_garbage(store, dataset_uuid, hours, 0.0).garbage)
 
 
 def garbage_collect_dataset(
     dataset_uuid: str,
     store: StoreInput,
     retention_hours: float = DEFAULT_RETENTION_HOURS,
+    *,
+    dry_run: bool = False,
+    grace_hours: float = GRACE_HOURS,
+    force: bool = False,
 ) -> list[str]:
-    """Delete files of a dataset that its header no longer references.
+    """Delete files of a dataset that no retained version references.
 
-    Removes orphaned data files (from overwritten or deleted partitions, or failed
-    writes) and superseded index and statistics files; keeps ``_common_metadata``.
-    Files that a version inside the retention window still needs are kept, so readers of
-    those versions (``version=`` / ``as_of=``, or a read that started before an update)
-    keep working; ``retention_hours=0`` frees everything the current version does not
-    reference (plateau's behaviour). Unlike :func:`kartoframe.vacuum_dataset` it deletes
-    unreferenced files of any age (so never run it while a write is in progress) and
-    leaves the transaction log alone.
+    Safe to run at any time with its defaults, also while writes run (from cron, as
+    Delta's vacuum). A file is deleted only if all of these hold:
+
+    * its name is one kartoframe's (or plateau's) writes generate: a data file
+      ``<table>/.../<32 hex digits>.parquet``, an index file, a statistics file, or a
+      temp file of a local publication (``.<name>.tmp-<hex>``) — never another file
+      that happens to sit in those folders;
+    * neither the current version nor any version that was current during the last
+      ``retention_hours`` references it (``retention_hours=0``: the current version
+      only, plateau's meaning), nor any version committed while the collection runs
+      (the log is read again after the listing, just before deleting);
+    * it is older than ``grace_hours`` by the store's modification time: files of
+      writes in progress and temp files being published are newer.
+
+    ``_common_metadata`` and the transaction log are never deleted (that is
+    :func:`kartoframe.vacuum_dataset`'s job).
 
     A dataset without a header (a failed create whose own cleanup failed too) is
     collected entirely: every file with a name kartoframe or plateau generates below
-    ``<uuid>/`` (see :func:`leftover_keys`), log included.
+    ``<uuid>/`` (see :func:`leftover_keys`), log included — again only files older than
+    the grace window (a create in progress has no header yet).
 
     Parameters
     ----------
@@ -97,44 +95,71 @@ def garbage_collect_dataset(
         Store URL, :class:`kartoframe.Store` or factory.
     retention_hours
         Keep what versions current during this many past hours need (default 168).
+    dry_run
+        Delete nothing; return exactly what the call would delete (the same
+        computation, for previews such as ``kartoframe STORE gc --dry-run``).
+    grace_hours
+        Minimum age of a deleted file (default 1 hour). Shorter windows need ``force``.
+    force
+        Allow ``grace_hours`` below 1 hour. **Unsafe** while any write runs: a write's
+        files (or a temp file being published) can be deleted before it commits, and
+        the committed version then references missing files. A warning is logged
+        (logger ``kartoframe.maintenance``).
 
     Returns
     -------
     list of str
-        The deleted keys.
+        The deleted keys (with ``dry_run``: the keys that would be deleted), sorted.
 
     Raises
     ------
+    InvalidInputError
+        A window is not a finite number >= 0, ``grace_hours`` is below 1 without
+        ``force``, or ``dry_run``/``force`` is not a bool.
     DatasetNotFoundError
         No header and no file a write of this dataset leaves.
+    CorruptMetadataError
+        The header or the log is corrupt (nothing is deleted; see
+        :func:`kartoframe.delete_dataset`).
     """
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
-    hours = check_retention(retention_hours, force=True, what="garbage_collect_dataset")
+    if not isinstance(dry_run, bool) or not isinstance(force, bool):
+        raise InvalidInputError("dry_run and force must be booleans.")
+    hours = check_hours(retention_hours, "retention_hours")
+    grace = check_grace(grace_hours, force=force, what="garbage_collect_dataset")
     if read_header(st, uuid) is None:
-        leftovers = leftover_keys(st, uuid)
-        if not leftovers:
+        found = leftover_keys(st, uuid)
+        if not found:
             raise DatasetNotFoundError(uuid, st.display_url)
-        st.delete_many(leftovers)
+        leftovers = _old_enough(st, uuid, found, grace)
+        if not dry_run and leftovers:
+            if read_header(st, uuid) is not None:  # created meanwhile: collect normally
+                return garbage_collect_dataset(
+                    uuid, st, hours, dry_run=dry_run, grace_hours=grace, force=force
+                )
+            _delete_leftovers(st, uuid, leftovers)
         return leftovers
-    garbage = unreferenced_keys(st, uuid, hours)
-    st.delete_many(garbage)
-    return garbage
+    collected = collect_garbage(st, uuid, hours, grace)
+    keys = sorted([*collected.garbage, *collected.temps])
+    if not dry_run:
+        st.delete_many(keys)
+    return keys
 
 
-def _leftover_pattern(dataset_uuid: str) -> re.Pattern[str]:
-    """Data, ``_common_metadata``, index and statistics files a write of the dataset makes."""
-    u = re.escape(dataset_uuid)
-    reserved = "|".join(map(re.escape, sorted(naming.RESERVED_TABLE_NAMES)))
-    table = rf"(?!(?:{reserved})/|indices/)[^/]+"
-    return re.compile(
-        rf"{u}/(?:"
-        rf"{table}/(?:[^/]+/)*[0-9a-f]{{32}}{re.escape(naming.PARQUET_SUFFIX)}"
-        rf"|{table}/{re.escape(naming.COMMON_METADATA)}"
-        rf"|indices/[^/]+/[^/]+{re.escape(naming.INDEX_SUFFIX)}"
-        rf"|{re.escape(STATISTICS_DIR)}/[^/]+{re.escape(STATISTICS_SUFFIX)}"
-        r")"
-    )
+def _old_enough(store: Store, dataset_uuid: str, keys: list[str], grace: float) -> list[str]:
+    if grace == 0:
+        return keys
+    cutoff = txlog.now_ms() - int(grace * 3_600_000)
+    ages = dataset_keys(store, dataset_uuid)
+    return [k for k in keys if (t := ages.get(k)) is not None and t < cutoff]
+
+
+def _delete_leftovers(store: Store, dataset_uuid: str, keys: list[str]) -> None:
+    log_keys = [k for k in keys if generated.is_log_file(k, dataset_uuid)]
+    store.delete_many([k for k in keys if k not in set(log_keys)])
+    for key in log_keys:  # oldest first, as delete_log
+        store.delete(key)
 
 
 def leftover_keys(store: Store, dataset_uuid: str) -> list[str]:
@@ -142,24 +167,25 @@ def leftover_keys(store: Store, dataset_uuid: str) -> list[str]:
 
     A create that failed, and whose own cleanup failed too, leaves data, index,
     statistics and log files but no header. Only keys with the names kartoframe (and
-    plateau) generate are listed: data files named by a 32-digit hex uuid, index and
-    statistics files, ``_common_metadata`` and log entries. Anything else under the
+    plateau) generate are listed (:func:`kartoframe.format.generated.is_dataset_file`):
+    data files named by a 32-digit hex uuid, index and statistics files,
+    ``_common_metadata``, log entries and temp files of those. Anything else under the
     prefix (a folder of other files that happens to share the name) is never touched.
     """
-    pattern = _leftover_pattern(dataset_uuid)
-    log = txlog.log_prefix(dataset_uuid)
-    return sorted(
-        k
-        for k in store.iter_keys(f"{dataset_uuid}/")
-        if pattern.fullmatch(k)
-        or (k.startswith(log) and txlog.parse_log_name(k[len(log) :]) is not None)
-    )
+    return sorted(dataset_keys(store, dataset_uuid))
 
 
 def delete_dataset(dataset_uuid: str, store: StoreInput) -> None:
     """Delete a dataset: header first (so readers never see a partial dataset), then files.
 
-    Whichever header exists (JSON or msgpack) is removed.
+    Whichever header exists (JSON or msgpack) is removed, then every file the header
+    references and every file with a name a write of the dataset generates (data files of
+    any table, ``_common_metadata``, index, statistics and temp files), the log last.
+    Other files below ``<uuid>/`` are left alone.
+
+    A corrupt dataset (an undecodable header, log entries that fail their digest check,
+    missing files) is deleted all the same: what cannot be read is not needed to remove
+    it.
 
     Raises
     ------
@@ -170,11 +196,19 @@ def delete_dataset(dataset_uuid: str, store: StoreInput) -> None:
     uuid = check_uuid(dataset_uuid)
     if not dataset_exists(st, uuid):
         raise DatasetNotFoundError(uuid, st.display_url)
-    keys, _ = _referenced(st, uuid)
-    garbage = unreferenced_keys(st, uuid, 0.0)
-    # the log records the deletion first: writers that started before lose their commit
-    mark_deleted(st, uuid)
-    st.delete_many(sorted(keys | set(garbage)))
+    keys: set[str] = set()
+    try:
+        loaded = load_dataset(st, uuid)
+        keys = txlog.referenced_keys(loaded.metadata)
+        # the log records the deletion first: writers that started before lose their commit
+        mark_deleted(st, uuid)
+    except (DatasetNotFoundError, StorageError, CommitConflictError):
+        raise
+    except KartoframeError:  # corrupt header or log: nothing to record, remove it all
+        delete_headers(st, uuid)
+    keys |= set(dataset_keys(st, uuid))
+    log = {k for k in keys if generated.is_log_file(k, uuid)}
+    st.delete_many(sorted(keys - log))
     delete_log(st, uuid)
 
 

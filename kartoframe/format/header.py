@@ -20,7 +20,12 @@ import orjson
 import zstandard
 
 from kartoframe.errors import CorruptMetadataError, UnsupportedVersionError
-from kartoframe.format.naming import MetadataFormat, check_key_inside, validate_uuid
+from kartoframe.format.naming import (
+    MetadataFormat,
+    check_key_inside,
+    reserved_table_reason,
+    validate_uuid,
+)
 
 __all__ = [
     "KARTOFRAME_KEY",
@@ -259,6 +264,13 @@ def metadata_from_dict(
             )
         if tables:
             table_name = tables.pop()
+
+    reserved = reserved_table_reason(table_name)
+    if reserved is not None:
+        raise CorruptMetadataError(
+            f"Corrupt header of dataset {dataset_uuid!r}: its partitions use the table name "
+            f"{table_name!r}, which no write generates ({reserved})."
+        )
 
     if pkeys is None:
         pkeys = _infer_partition_keys(partitions)

@@ -35,6 +35,7 @@ __all__ = [
     "make_label",
     "parse_label",
     "quote",
+    "reserved_table_reason",
     "table_prefix",
     "unquote",
     "validate_name",
@@ -85,12 +86,29 @@ def validate_uuid(dataset_uuid: object, what: str = "dataset_uuid") -> str:
 
 
 #: Table names that would put data files among kartoframe's side files
-#: (``<uuid>/_kartoframe/``: transaction log, statistics).
-RESERVED_TABLE_NAMES = frozenset({"_kartoframe"})
+#: (``<uuid>/_kartoframe/``: transaction log, statistics; ``<uuid>/indices/``: index
+#: files). Refused on write and in headers read (:mod:`kartoframe.format.generated`).
+RESERVED_TABLE_NAMES = frozenset({"_kartoframe", "indices"})
+
+
+def reserved_table_reason(name: object) -> str | None:
+    """Why ``name`` cannot be a table name (None: a write may generate it).
+
+    A table name is a single key component of letters, digits, ``+``, ``-`` and ``_``,
+    and not one of the folder names kartoframe uses itself (``_kartoframe``,
+    ``indices``): data files there would be mistaken for log, statistics or index files,
+    and maintenance would take those for data.
+    """
+    if not isinstance(name, str) or not _TABLE_RE.fullmatch(name):
+        return "only letters, digits, '+', '-' and '_' are allowed"
+    if name in RESERVED_TABLE_NAMES:
+        return f"reserved for kartoframe's own files (<uuid>/{name}/)"
+    return None
 
 
 def validate_name(name: object, what: str) -> str:
-    """Validate a table name (same character rules as uuids; ``_kartoframe`` is reserved)."""
+    """Validate a table name (same character rules as uuids; ``_kartoframe`` and
+    ``indices`` are reserved)."""
     if not isinstance(name, str) or not _TABLE_RE.fullmatch(name):
         raise InvalidUUIDError(
             f"Invalid {what} {name!r}: only letters, digits, '+', '-' and '_' are allowed."

@@ -6,17 +6,26 @@ versions (their header was never published) are never retained. Every file a ret
 version references — data files, index files, the statistics file, ``_common_metadata`` —
 is kept; the log is kept from the oldest retained version on (with a checkpoint there, so
 those versions can still be rebuilt).
+
+What maintenance deletes (:func:`collect_garbage`) must also be (1) a name a write of the
+dataset generates (:mod:`kartoframe.format.generated`), never a key just because of its
+folder; (2) older than a *grace window* by the store's modification time (files of writes
+in progress, temp files being published, are newer); and (3) unreferenced by every version
+committed after the snapshot the collection started from: the log is read again after the
+listing, just before deleting.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import logging
+import math
 from collections.abc import Iterator
 from typing import Any
 
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError
-from kartoframe.format import naming, txlog
+from kartoframe.format import generated, naming, txlog
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.statistics import STATISTICS_DIR
 from kartoframe.format.txlog import LogEntry
@@ -26,14 +35,24 @@ from kartoframe.storage.store import Store
 
 __all__ = [
     "DEFAULT_RETENTION_HOURS",
+    "GRACE_HOURS",
     "SAFE_MINIMUM_RETENTION_HOURS",
+    "Collection",
     "Retained",
+    "check_grace",
+    "check_hours",
     "check_retention",
+    "collect_garbage",
     "data_candidates",
+    "dataset_keys",
     "key_ages",
+    "newer_references",
     "retained_versions",
     "temp_candidates",
+    "unsafe_warning",
 ]
+
+_log = logging.getLogger("kartoframe.maintenance")
 
 #: Default retention window of vacuum and garbage collection (Delta's default: 7 days).
 DEFAULT_RETENTION_HOURS = 168.0
@@ -42,19 +61,47 @@ DEFAULT_RETENTION_HOURS = 168.0
 SAFE_MINIMUM_RETENTION_HOURS = 24.0
 
 
+#: Minimum age (by the store's modification time) of any file garbage collection or vacuum
+#: deletes, unless forced: files of writes in progress and temp files being published are
+#: younger. A write (or a read of an old version) running longer than this can lose files.
+GRACE_HOURS = 1.0
+#: Longest window accepted (windows are turned into milliseconds; ~114,000 years).
+_MAX_HOURS = 1e9
+
+
+def check_hours(value: object, name: str) -> float:
+    """Validate a window in hours: a finite number >= 0 (at most 10**9).
+
+    Raises
+    ------
+    InvalidInputError
+        Not a number, negative, NaN, infinite or too large.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInputError(f"{name} must be a number of hours, got {value!r}.")
+    try:
+        hours = float(value)
+    except OverflowError:  # an int beyond float range
+        hours = math.inf
+    if math.isnan(hours) or hours < 0:
+        raise InvalidInputError(f"{name} must be >= 0 hours, got {value!r}.")
+    if hours > _MAX_HOURS:
+        raise InvalidInputError(
+            f"{name} must be a finite number of hours up to {_MAX_HOURS:g}, got {value!r}."
+        )
+    return hours
+
+
 def check_retention(retention_hours: object, *, force: bool, what: str) -> float:
     """Validate a retention window in hours.
 
     Raises
     ------
     InvalidInputError
-        Negative, not a number, or below the safe minimum without ``force``.
+        Not a number, negative, NaN, infinite (or above 10**9 hours), or below the safe
+        minimum without ``force``.
     """
-    if isinstance(retention_hours, bool) or not isinstance(retention_hours, int | float):
-        raise InvalidInputError(f"retention_hours must be a number, got {retention_hours!r}.")
-    hours = float(retention_hours)
-    if not hours >= 0:
-        raise InvalidInputError(f"retention_hours must be >= 0, got {retention_hours!r}.")
+    hours = check_hours(retention_hours, "retention_hours")
     if hours < SAFE_MINIMUM_RETENTION_HOURS and not force:
         raise InvalidInputError(
             f"{what} with retention_hours={hours:g} could delete files that readers of recent "
@@ -62,7 +109,41 @@ def check_retention(retention_hours: object, *, force: bool, what: str) -> float
             f"{SAFE_MINIMUM_RETENTION_HOURS:g} hours. Pass force=True if no reader or writer "
             "can be running."
         )
+    if hours < GRACE_HOURS:
+        unsafe_warning(what, "retention_hours", hours)
     return hours
+
+
+def check_grace(grace_hours: object, *, force: bool, what: str) -> float:
+    """Validate a grace window (minimum file age) in hours.
+
+    Raises
+    ------
+    InvalidInputError
+        Not a number, negative, NaN, infinite, or below :data:`GRACE_HOURS` without
+        ``force``.
+    """
+    hours = check_hours(grace_hours, "grace_hours")
+    if hours < GRACE_HOURS:
+        if not force:
+            raise InvalidInputError(
+                f"{what} with grace_hours={hours:g} could delete files of writes in progress "
+                f"(a commit would then reference missing files); the minimum is "
+                f"{GRACE_HOURS:g} hour(s). Pass force=True if no writer can be running."
+            )
+        unsafe_warning(what, "grace_hours", hours)
+    return hours
+
+
+def unsafe_warning(what: str, name: str, hours: float) -> None:
+    """Log that a forced window shorter than :data:`GRACE_HOURS` is unsafe."""
+    _log.warning(
+        "%s with force=True and %s=%g: files of writes in progress (and temp files being "
+        "published) may be deleted; run it only when no writer can be running.",
+        what,
+        name,
+        hours,
+    )
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -220,17 +301,134 @@ def data_candidates(store: Store, header: DatasetHeader) -> Iterator[str]:
 
 
 def temp_candidates(store: Store, dataset_uuid: str) -> dict[str, int | None]:
-    """Temp files of interrupted local publications (``.<name>.tmp-<hex>``) of a dataset."""
+    """Temp files of local publications of the dataset's keys (``.<name>.tmp-<hex>``).
+
+    Only temp files of names a write generates (:func:`generated.is_temp_file`): a
+    ``.<uuid>.notes.tmp-backup`` next to the header is not one.
+    """
     out = {
         k: t
         for k, t in key_ages(store, f"{dataset_uuid}/").items()
-        if k.rsplit("/", 1)[-1].startswith(".") and ".tmp-" in k
+        if generated.is_temp_file(k, dataset_uuid)
     }
     if store.is_local:
         for key in store.iter_prefixes(f".{dataset_uuid}."):
-            if ".tmp-" in key and not key.endswith("/"):
+            if not key.endswith("/") and generated.is_temp_file(key, dataset_uuid):
                 out[key] = _local_mtime(store, key)
     return out
+
+
+def dataset_keys(store: Store, dataset_uuid: str) -> dict[str, int | None]:
+    """Every key a write of the dataset generates that exists, with its modification time
+    (headers, schema, data of any table, index, statistics, log and temp files).
+    """
+    out = {
+        k: t
+        for k, t in key_ages(store, f"{dataset_uuid}/").items()
+        if generated.is_dataset_file(k, dataset_uuid)
+    }
+    for fmt in naming.HEADER_SUFFIXES:
+        key = naming.header_key(dataset_uuid, fmt)
+        if store.exists(key):
+            out[key] = _local_mtime(store, key)
+    out.update(temp_candidates(store, dataset_uuid))
+    return out
+
+
+def newer_references(store: Store, dataset_uuid: str, snapshot: State) -> set[str] | None:
+    """Keys the versions committed after ``snapshot`` reference (read again now).
+
+    Every version after the snapshot's is replayed from the log, and the current header
+    (which may be one written by another program) is included. None if the dataset no
+    longer exists (then nothing may be deleted).
+
+    Raises
+    ------
+    CorruptMetadataError
+        A newer log entry is broken (the caller deletes nothing).
+    """
+    now = log.current_state(store, dataset_uuid)
+    if now is None or now.header is None:
+        return None
+    refs = set(txlog.referenced_keys(now.header))
+    if snapshot.version is None:
+        return refs
+    header = snapshot.header
+    version = snapshot.version
+    while True:
+        entry = log.read_entry(store, dataset_uuid, version + 1)
+        if entry is None:
+            break
+        header = txlog.apply_entry(header, entry, dataset_uuid)
+        refs |= txlog.referenced_keys(header)
+        version += 1
+    return refs
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Collection:
+    """What a garbage collection or vacuum deletes.
+
+    Attributes
+    ----------
+    retained
+        The retained versions (the snapshot the collection started from).
+    garbage
+        Data, index and statistics files: generated names, older than the grace window,
+        referenced by no retained version nor any version committed since (sorted).
+    temps
+        Temp files of local publications older than the grace window (sorted).
+    """
+
+    retained: Retained
+    garbage: tuple[str, ...]
+    temps: tuple[str, ...]
+
+
+def collect_garbage(
+    store: Store, dataset_uuid: str, retention_hours: float, min_age_hours: float
+) -> Collection:
+    """Find what garbage collection (or vacuum) may delete; deletes nothing.
+
+    ``min_age_hours`` is the grace window: a file younger than it by the store's
+    modification time is kept (0: no age check at all — only when no writer runs). A file
+    whose time the store does not report counts as young unless the window is 0.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        The dataset does not exist.
+    """
+    kept = retained_versions(store, dataset_uuid, retention_hours)
+    header = kept.current.header
+    assert header is not None
+    cutoff = txlog.now_ms() - int(min_age_hours * 3_600_000)
+
+    def old(mtime: int | None) -> bool:
+        if min_age_hours == 0:
+            return True
+        return mtime is not None and mtime < cutoff
+
+    ages: dict[str, int | None] = {}
+    prefixes = [f"{dataset_uuid}/indices/", f"{dataset_uuid}/{STATISTICS_DIR}/"]
+    if header.explicit_partitions:  # implicit datasets: every data file is live
+        prefixes.append(naming.table_prefix(dataset_uuid, header.table_name))
+    for prefix in prefixes:
+        ages.update(key_ages(store, prefix))
+    garbage = [
+        k
+        for k, t in ages.items()
+        if generated.is_collectable(k, dataset_uuid, header.table_name)
+        and k not in kept.referenced
+        and old(t)
+    ]
+    temps = [k for k, t in temp_candidates(store, dataset_uuid).items() if old(t)]
+    if garbage:
+        # commits since the snapshot may reference files it did not (a revert, a header
+        # written by another program): read the log again, after the listing
+        needed = newer_references(store, dataset_uuid, kept.current)
+        garbage = [] if needed is None else [k for k in garbage if k not in needed]
+    return Collection(kept, tuple(sorted(garbage)), tuple(sorted(temps)))
 
 
 def _local_mtime(store: Store, key: str) -> int | None:

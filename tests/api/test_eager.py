@@ -153,10 +153,14 @@ def test_overwrite_and_garbage_collection(store) -> None:
     assert sorted(kf.read_table("ds", store)["v"]) == [10, 11, 12]
     # version 0 was current a moment ago: inside the default retention window, kept
     assert kf.garbage_collect_dataset("ds", store) == []
-    removed = kf.garbage_collect_dataset("ds", store, retention_hours=0)
+    # the old files are younger than the 1-hour grace window: kept unless forced
+    assert kf.garbage_collect_dataset("ds", store, retention_hours=0) == []
+    removed = kf.garbage_collect_dataset("ds", store, retention_hours=0, grace_hours=0, force=True)
     assert len(removed) == 4  # two old data files + the old index + the old statistics
     assert sum("/_kartoframe/stats/" in k for k in removed) == 1
-    assert kf.garbage_collect_dataset("ds", store, retention_hours=0) == []
+    assert (
+        kf.garbage_collect_dataset("ds", store, retention_hours=0, grace_hours=0, force=True) == []
+    )
     assert sorted(kf.read_table("ds", store)["v"]) == [10, 11, 12]
 
 

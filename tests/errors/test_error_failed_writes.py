@@ -158,7 +158,7 @@ def test_store_becomes_read_only(
         assert orphans, "the test must leave orphans behind to be meaningful"
     # the store is writable again: garbage collection removes exactly the orphans
     ffs.heal()
-    removed = kf.garbage_collect_dataset("ds", store)
+    removed = kf.garbage_collect_dataset("ds", store, grace_hours=0, force=True)
     assert sorted(removed) == orphans
     final = Snapshot(base)
     before.assert_same_dataset(final)
@@ -215,7 +215,10 @@ def test_orphans_of_a_failed_create_are_collectable(make_faulty: Callable[..., A
     orphans = list(base.iter_keys())
     assert orphans
     ffs.heal()
-    assert sorted(kf.garbage_collect_dataset("ds", store)) == sorted(orphans)
+    assert kf.garbage_collect_dataset("ds", store) == []  # younger than the grace window
+    assert sorted(kf.garbage_collect_dataset("ds", store, grace_hours=0, force=True)) == sorted(
+        orphans
+    )
     assert list(base.iter_keys()) == []
     with pytest.raises(kf.DatasetNotFoundError):  # nothing left: not a dataset
         kf.garbage_collect_dataset("ds", store)
@@ -243,11 +246,13 @@ def test_headerless_gc_touches_only_the_files_writes_leave(tmp_path) -> None:
     }
     for key, data in leftover.items():
         store.put(key, data)
-    assert kf.garbage_collect_dataset("raw", store) == sorted(leftover)
+    assert kf.garbage_collect_dataset("raw", store) == []  # younger than the grace window
+    deleted = kf.garbage_collect_dataset("raw", store, grace_hours=0, force=True)
+    assert deleted == sorted(leftover)
     assert sorted(store.iter_keys()) == sorted(foreign)
-    # with a header, GC keeps its reference meaning (plateau's): anything the header does
-    # not reference below <uuid>/<table>/ and <uuid>/indices/ is garbage
+    # with a header, GC deletes what the header does not reference, but still only names
+    # writes generate: the foreign files below <uuid>/<table>/ and <uuid>/indices/ stay
     kf.store_dataframes_as_dataset(store, "raw", [_frame(0)], partition_on=["p"])
-    deleted = kf.garbage_collect_dataset("raw", store, retention_hours=0)
-    assert sorted(deleted) == ["raw/indices/readme.md", "raw/table/data.parquet"]
-    assert {"raw/notes.txt", "raw/_kartoframe/other.json"} <= set(store.iter_keys())
+    deleted = kf.garbage_collect_dataset("raw", store, retention_hours=0, grace_hours=0, force=True)
+    assert deleted == []
+    assert set(foreign) <= set(store.iter_keys())

@@ -57,7 +57,9 @@ def test_plateau_reads_and_drops_the_kartoframe_map(tmp_path, fmt: str) -> None:
         103,
     ]
     # the old statistics file is garbage now; building statistics restores skipping
-    assert old_stats.key in kf.garbage_collect_dataset("ds", url, retention_hours=0)
+    assert old_stats.key in kf.garbage_collect_dataset(
+        "ds", url, retention_hours=0, grace_hours=0, force=True
+    )
     kf.build_dataset_statistics(url, "ds")
     plan, _ = plan_read("ds", url, predicates=[[("x", ">=", 100)]])
     assert plan.stats.after_statistics == 2

@@ -87,7 +87,7 @@ def test_iterator_update_delete_gc_and_delete_dataset(store) -> None:
     third = stats_key(store)
     kf.update_dataset_from_dataframes([], store=store, dataset_uuid="ds", metadata={"a": 1})
     assert stats_key(store) == third
-    removed = kf.garbage_collect_dataset("ds", store, retention_hours=0)
+    removed = kf.garbage_collect_dataset("ds", store, retention_hours=0, grace_hours=0, force=True)
     assert first in removed and second in removed and third not in removed
     plan, _ = plan_read("ds", store, predicates=[[("x", ">=", 200)]])
     assert plan.stats.after_statistics == 2

@@ -135,8 +135,12 @@ def test_vacuum_keeps_files_of_running_writes(
     with pytest.raises(kf.InvalidInputError):
         kf.read_table("ds", store, version=0)
     assert any(k.endswith("00000000000000000000.json") for k in gone)
-    # garbage collection keeps the reference meaning: the uncommitted file goes too
-    assert inflight in kf.garbage_collect_dataset("ds", store, retention_hours=0)
+    # garbage collection keeps the reference meaning, but a running write's file is
+    # younger than the grace window: only a forced collection deletes it
+    assert inflight not in kf.garbage_collect_dataset("ds", store, retention_hours=0)
+    assert inflight in kf.garbage_collect_dataset(
+        "ds", store, retention_hours=0, grace_hours=0, force=True
+    )
 
 
 def test_vacuum_removes_temp_files_and_repairs_the_header(tmp_path: Path) -> None:
@@ -188,7 +192,8 @@ def test_gc_keeps_what_the_window_needs_and_collects_reverted_versions(
     with pytest.raises(kf.StorageError):
         replace(store, 3)
     ffs.heal()
-    removed = kf.garbage_collect_dataset("ds", store)  # default window: 7 days
+    # default window: 7 days; the reverted version's files are new (no grace window)
+    removed = kf.garbage_collect_dataset("ds", store, grace_hours=0, force=True)
     assert removed and all("p=0" in k or "/indices/" in k or "/stats/" in k for k in removed)
     for v in (0, 1, 2):
         assert ks(store, version=v) == [v, v]
