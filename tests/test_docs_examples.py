@@ -29,6 +29,7 @@ def test_code_blocks_run(page: pathlib.Path, tmp_path, monkeypatch) -> None:
 
 
 MODULES = [
+    "kartoframe.api.check",
     "kartoframe.api.history",
     "kartoframe.api.read",
     "kartoframe.api.write",

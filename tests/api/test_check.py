@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+import pathlib
 import time
 
 import pandas as pd
@@ -250,6 +251,44 @@ def test_header_edited_by_hand(store: kf.Store) -> None:
     store.put(hkey, json.dumps(doc).encode())
     f = _only(kf.check_dataset("ds", store))
     assert (f.kind, f.key) == ("header_mismatch", hkey)
+
+
+def test_header_rewritten_by_another_program_is_a_warning(store: kf.Store) -> None:
+    _make(store)
+    hkey = naming.header_key("ds", "json")
+    doc = json.loads(store.get(hkey))
+    del doc["kartoframe"]["log"]  # plateau drops kartoframe's records when it rewrites
+    store.put(hkey, json.dumps(doc).encode())
+    f = _only(report := kf.check_dataset("ds", store))
+    assert report.ok and (f.severity, f.kind, f.key) == ("warning", "header_external", hkey)
+    kf.update_dataset_from_dataframes([DF.assign(p=7)], store, "ds")  # adopts it: EXTERNAL
+    assert kf.check_dataset("ds", store).findings == ()
+
+
+def test_vacuumed_log_replays_from_its_checkpoint(store: kf.Store) -> None:
+    _make(store)
+    for p in (5, 6):
+        kf.update_dataset_from_dataframes([DF.assign(p=p)], store, "ds")
+    kf.store_dataframes_as_dataset(store, "ds", [DF], partition_on=["p"], overwrite=True)
+    kf.update_dataset_from_dataframes([DF.assign(p=8)], store, "ds")
+    kf.vacuum_dataset("ds", store, retention_hours=0, force=True)
+    versions, checkpoints = log.list_log(store, "ds")
+    assert versions[0] > 0 and versions[0] in checkpoints
+    assert kf.check_dataset("ds", store).findings == ()
+    store.delete(txlog.checkpoint_key("ds", versions[0]))
+    entry = log.read_entry(store, "ds", versions[0])
+    assert entry is not None and not entry.reset  # the append after the overwrite
+    f = kf.check_dataset("ds", store).findings[0]
+    assert (f.kind, f.key) == ("log_checkpoint_missing", txlog.entry_key("ds", versions[0]))
+
+
+@pytest.mark.parametrize("writer", ["plateau-4.6.2", "kartothek-5.3"])
+def test_golden_datasets_of_the_reference_implementations_pass(writer: str) -> None:
+    root = pathlib.Path(__file__).parent.parent / "data" / "golden" / writer
+    store = kf.Store(f"file://{root / 'store'}")
+    for entry in json.loads((root / "manifest.json").read_text())["datasets"]:
+        report = kf.check_dataset(entry["uuid"], store, deep=True)
+        assert report.findings == (), (entry["uuid"], report.findings)
 
 
 # ---------------------------------------------------------------------------- cubes
