@@ -77,6 +77,7 @@ API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
         ),
     ),
     ("History and concurrency", ("kartoframe.api.history",)),
+    ("Checking datasets", ("kartoframe.api.check", "kartoframe.format.check")),
     ("Stores", ("kartoframe.storage.store",)),
     ("Errors", ("kartoframe.errors",)),
 ]
