@@ -28,7 +28,7 @@ from kartoframe.api._args import (
 )
 from kartoframe.api.compat import resolve_factory
 from kartoframe.api.dask import plan_ddf_read
-from kartoframe.api.maintenance import delete_dataset, unreferenced_keys
+from kartoframe.api.maintenance import delete_dataset, garbage_collect_dataset
 from kartoframe.api.write import DatasetMetadataResult, _resolve_metadata, delete_scope_labels
 from kartoframe.errors import (
     DatasetExistsError,
@@ -40,7 +40,7 @@ from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format import naming
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.storage.resolve import bloom_columns_of, dataset_exists, load_dataset
-from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, check_retention
+from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -396,12 +396,16 @@ def garbage_collect_dataset__delayed(
     chunk_size: int = 100,
     factory: Any = None,
     retention_hours: float = DEFAULT_RETENTION_HOURS,
+    *,
+    grace_hours: float = GRACE_HOURS,
+    force: bool = False,
 ) -> list[Any]:
     """``Delayed`` tasks deleting the files the dataset no longer references.
 
-    The files are listed now (as plateau does) and deleted in tasks of ``chunk_size`` keys;
-    files that a version inside ``retention_hours`` still needs are kept (see
-    :func:`kartoframe.garbage_collect_dataset`; ``retention_hours=0`` is plateau's behaviour).
+    The files are chosen now, by the computation of
+    ``kf.garbage_collect_dataset(..., dry_run=True)`` (same ``retention_hours``,
+    ``grace_hours`` and ``force``; plateau's behaviour is ``retention_hours=0``), and
+    deleted in tasks of ``chunk_size`` keys.
 
     Returns
     -------
@@ -416,8 +420,9 @@ def garbage_collect_dataset__delayed(
     dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
-    hours = check_retention(retention_hours, force=True, what="garbage_collect_dataset__delayed")
-    keys = unreferenced_keys(st, uuid, hours)
+    keys = garbage_collect_dataset(
+        uuid, st, retention_hours, dry_run=True, grace_hours=grace_hours, force=force
+    )
     chunks = [keys[i : i + size] for i in range(0, len(keys), size)]
     return [delayed(_delete_keys, pure=False)(st, chunk) for chunk in chunks]
 

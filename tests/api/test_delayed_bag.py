@@ -124,7 +124,10 @@ def test_build_indices_bag_matches_eager(url: str) -> None:
 def test_gc_and_delete_delayed(url: str) -> None:
     kf.store_dataframes_as_dataset(url, "ds", _frames(), partition_on=["p"])
     kf.update_dataset_from_dataframes([], url, "ds", delete_scope=[{"p": 0}])
-    tasks = kf.garbage_collect_dataset__delayed("ds", url, chunk_size=1, retention_hours=0)
+    assert kf.garbage_collect_dataset__delayed("ds", url, retention_hours=0) == []  # grace
+    tasks = kf.garbage_collect_dataset__delayed(
+        "ds", url, chunk_size=1, retention_hours=0, grace_hours=0, force=True
+    )
     deleted = [k for chunk in dask.compute(*tasks, scheduler="sync") for k in chunk]
     assert len(tasks) == len(deleted)  # chunks of one key
     assert sorted(k.split("/")[2] for k in deleted if "/table/" in k) == ["p=0", "p=0"]
