@@ -291,6 +291,63 @@ def test_golden_datasets_of_the_reference_implementations_pass(writer: str) -> N
         assert report.findings == (), (entry["uuid"], report.findings)
 
 
+def _garbage_index(store: kf.Store) -> str:
+    key = _header(store).indices["x"]
+    store.put(key, b"PAR1 not an index PAR1")
+    return key
+
+
+def _garbage_statistics(store: kf.Store) -> str:
+    key = _stats_key(store)
+    store.put(key, b"not parquet")
+    return key
+
+
+def _garbage(key: str):  # type: ignore[no-untyped-def]
+    def corrupt(store: kf.Store) -> str:
+        store.put(key, b"{not json")
+        return key
+
+    return corrupt
+
+
+def _no_schema(store: kf.Store) -> str:
+    key = naming.common_metadata_key("ds", "table")
+    store.delete(key)
+    return key
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "kind"),
+    [
+        (_garbage("ds.by-dataset-metadata.json"), "header_unreadable"),
+        (_garbage(txlog.entry_key("ds", 0)), "log_entry_unreadable"),
+        (_garbage(txlog.entry_key("ds", 1)), "log_entry_unreadable"),
+        (_garbage_index, "index_file_unreadable"),
+        (_garbage_statistics, "statistics_file_unreadable"),
+        (_no_schema, "schema_unreadable"),
+    ],
+    ids=["header", "entry0", "entry1", "index", "statistics", "schema"],
+)
+def test_undecodable_metadata_files(memory_store: kf.Store, corrupt, kind: str) -> None:  # type: ignore[no-untyped-def]
+    _make(memory_store)
+    key = corrupt(memory_store)
+    f = _only(kf.check_dataset("ds", memory_store))
+    assert (f.severity, f.kind, f.key) == ("error", kind, key)
+
+
+def test_deep_decodes_every_data_page(store: kf.Store) -> None:
+    _make(store)
+    label, key = _label(store, 1)
+    data = bytearray(store.get(key))
+    for i in range(4, 40):  # the first data page; the footer stays intact
+        data[i] ^= 0xFF
+    store.put(key, bytes(data))
+    assert kf.check_dataset("ds", store).findings == ()  # footers only
+    f = _only(kf.check_dataset("ds", store, deep=True))
+    assert (f.kind, f.key, f.partition) == ("data_file_corrupt", key, label)
+
+
 # ---------------------------------------------------------------------------- cubes
 def test_cube_reports_the_dataset_of_each_finding(store: kf.Store) -> None:
     cube = kf.Cube(dimension_columns=["x"], partition_columns=["p"], uuid_prefix="c")
