@@ -570,7 +570,13 @@ def _commit(
         schema = empty_schema
     if schema is None:
         raise InvalidInputError(f"Nothing to commit for dataset {dataset_uuid!r}.")
-    schema_changed = base is None or not schema.equals(base.schema, check_metadata=True)
+    # an implicit base's schema may have been completed from its data files (null columns,
+    # see storage/null_types.py): the commit that makes it explicit stores it
+    schema_changed = (
+        base is None
+        or not base.metadata.explicit_partitions
+        or not schema.equals(base.schema, check_metadata=True)
+    )
 
     existing_idx = set(bmd.indices) | set(bmd.embedded_indices) if bmd else set()
     new_idx = set(secondary_indices)

@@ -21,6 +21,7 @@ from kartoframe.format.index import index_from_bytes, index_from_embedded
 from kartoframe.format.schema import schema_from_bytes
 from kartoframe.format.statistics import StatisticsRef, statistics_from_bytes
 from kartoframe.storage.log import State, current_state, historic_state
+from kartoframe.storage.null_types import fill_null_types
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -174,6 +175,8 @@ def loaded_from_state(
         raise CorruptMetadataError(
             f"Partition keys {missing} of dataset {dataset_uuid!r} are not in its schema."
         )
+    if not md.explicit_partitions:  # no commit upgraded its `null` columns: ask the files
+        schema = fill_null_types(store, md, schema)
     loaded = LoadedDataset(md, schema, {}, raw)
     return load_indices(store, loaded, index_columns)
 

@@ -74,3 +74,39 @@ def test_added_integer_column_is_nullable_in_old_files(tmp_path) -> None:
     assert got["b"].dtype == pd.Int64Dtype()
     assert _ints(got["b"]) == [None, BIG]
     assert got["a"].dtype == "int64"  # no nulls: the numpy dtype, as stored
+
+
+# -- implicit datasets (header without partitions) ----------------------------------------
+@pytest.mark.parametrize("writer", ["plateau", "kartoframe"])
+def test_implicit_dataset_with_null_schema_columns(tmp_path, writer: str) -> None:
+    """The schema comes from an empty frame (its object column is typed ``null``); the
+    files written later by ``write_single_partition`` hold strings; nothing committed."""
+    url = str(tmp_path / "store")
+    empty = pd.DataFrame(
+        {"p": pd.Series([], dtype="int64"), "q": pd.Series([], dtype=object), "x": []}
+    )
+    df = pd.DataFrame({"p": [1, 1, 2], "q": ["a", None, "c"], "x": [1.0, 2.0, 3.0]})
+    if writer == "plateau":
+        from plateau.io.eager import create_empty_dataset_header, write_single_partition
+
+        store = f"hfs://{url}"
+        schema = plateau.make_meta(empty, origin="empty")
+        create_empty_dataset_header(store, "ds", schema=schema, partition_on=["p"])
+        write_single_partition(store, "ds", data=df, partition_on=["p"])
+    else:
+        kf.create_empty_dataset_header(url, "ds", schema=empty, partition_on=["p"])
+        kf.write_single_partition(url, "ds", data=df, partition_on=["p"])
+    assert not kf.read_dataset_metadata("ds", url).explicit_partitions
+    got = kf.read_table("ds", url).sort_values("x", ignore_index=True)
+    assert got["q"].tolist()[::2] == ["a", "c"] and pd.isna(got["q"][1])
+    assert kf.read_dataset_metadata("ds", url).schema.field("q").type == "string"
+    assert len(kf.read_table("ds", url, predicates=[[("q", "==", "c")]])) == 1
+    if writer == "plateau":
+        theirs = plateau.read_table("ds", f"hfs://{url}").sort_values("x", ignore_index=True)
+        assert theirs["q"].tolist()[::2] == got["q"].tolist()[::2]
+    # the first commit makes the dataset explicit and stores the completed schema
+    kf.update_dataset_from_dataframes([df.assign(p=3)], url, "ds")
+    md = kf.read_dataset_metadata("ds", url)
+    assert md.explicit_partitions and md.schema.field("q").type == "string"
+    assert kf.read_table("ds", url)["q"].dropna().tolist() == ["a", "c", "a", "c"]
+    assert len(plateau.read_table("ds", f"hfs://{url}")) == 6
