@@ -660,6 +660,7 @@ def update_dataset_from_ddf(
             "storage_format": fmt,
             "table_name": table_name,
             "expect_absent": base is None,
+            "create_or_update": True,
             "schema_evolution": evolution,
             "app_id": app_id,
             "app_version": app_version,

@@ -493,6 +493,7 @@ def update_dataset_from_dataframes__iter(
             schema_evolution=evolution,
             remove_scope=(
                 (lambda b: delete_scope_labels(b, st, delete_scope))
+            create_or_update=True,
                 if delete_scope is not None
                 else None
             ),

@@ -374,6 +374,7 @@ def commit_write(
     operation: str | None = None,
     operation_parameters: Mapping[str, Any] | None = None,
     remove_scope: Callable[[LoadedDataset], set[str]] | None = None,
+    create_or_update: bool = False,
 ) -> DatasetHeader:
     """Validate all chunks against each other and the base, merge indices, publish.
 
@@ -420,6 +421,11 @@ def commit_write(
         Re-evaluates ``remove_labels`` on a newer version when the commit is rebased
         (serialisable ``delete_scope``); None: any concurrent change in the partition
         directories of ``remove_labels`` is a conflict.
+    create_or_update
+        With ``base=None`` and ``expect_absent``: an update of a dataset that did not
+        exist (``update_dataset_from_dataframes`` on a missing dataset). If another
+        writer creates the dataset first, this commit is rebuilt as an update of that
+        version instead of failing (every such writer lands).
 
     Raises
     ------
@@ -434,6 +440,8 @@ def commit_write(
     app_id, app_version = check_app_transaction(app_id, app_version)
     info = check_commit_info(commit_info)
     mode = "update" if base is not None else ("create" if expect_absent else "overwrite")
+    if mode == "create" and create_or_update:
+        mode = "create_or_update"
     n_files = sum(len(c.partitions) for c in chunks)
     params: dict[str, Any] = {"files_added": n_files}
     if removes:
@@ -447,17 +455,18 @@ def commit_write(
     if schema_evolution != "none":
         params["schema_evolution"] = schema_evolution
     params.update(operation_parameters or {})
+    if n_files and removes:
+        as_update = "UPDATE"
+    elif n_files:
+        as_update = "APPEND"
+    elif removes:
+        as_update = "DELETE_PARTITIONS"
+    else:
+        as_update = "SET_METADATA" if metadata else "UPDATE"
     if operation is None:
-        if mode != "update":
-            operation = mode.upper()
-        elif n_files and removes:
-            operation = "UPDATE"
-        elif n_files:
-            operation = "APPEND"
-        elif removes:
-            operation = "DELETE_PARTITIONS"
-        else:
-            operation = "SET_METADATA" if metadata else "UPDATE"
+        operation = (
+            as_update if mode == "update" else ("CREATE" if mode != "overwrite" else "OVERWRITE")
+        )
 
     def _build(b: LoadedDataset | None) -> Built:
         start = len(index_keys_written)
@@ -491,6 +500,7 @@ def commit_write(
         app_id=app_id,
         app_version=app_version,
         commit_info=info,
+        update_operation=as_update,
     )
     try:
         result = commit_transaction(store, dataset_uuid, _build, base=base, intent=intent)

@@ -83,7 +83,7 @@ __all__ = [
 
 _log = logging.getLogger("kartoframe.commit")
 
-Mode = Literal["create", "overwrite", "update"]
+Mode = Literal["create", "overwrite", "update", "create_or_update"]
 #: How many times a commit is rebuilt on a newer version before giving up.
 DEFAULT_MAX_ATTEMPTS = 64
 #: How often a committer re-publishes the newest header when it finds newer versions.
@@ -158,7 +158,11 @@ class Intent:
     ----------
     mode
         ``"create"`` (the dataset must not exist), ``"overwrite"`` (replace whatever is
-        there, blindly) or ``"update"`` (a change of the base version).
+        there, blindly), ``"update"`` (a change of the base version) or
+        ``"create_or_update"`` (an update of a dataset that did not exist when the write
+        was planned: it creates the dataset, or, if another writer created it first,
+        is rebuilt as an update of that version — concurrent "update or create" writers
+        all land).
     operation, parameters
         Recorded in the log (``dataset_history``).
     removes
@@ -174,6 +178,9 @@ class Intent:
         The user's JSON-serialisable dict, recorded in the log.
     max_attempts
         Rebuilds on newer versions before giving up with ``CommitConflictError``.
+    update_operation
+        The operation recorded when a ``"create_or_update"`` commit lands as an update
+        of a version another writer created.
     """
 
     mode: Mode
@@ -185,6 +192,7 @@ class Intent:
     app_version: int | None = None
     commit_info: Mapping[str, Any] | None = None
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    update_operation: str = "APPEND"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -233,7 +241,11 @@ def _stored_moved(store: Store, uuid: str, parent: Parent) -> tuple[bool, int | 
     prefer = parent.header.storage_format if parent.header is not None else "json"
     found = log.read_stored_header(store, uuid, prefer)
     if found is None:
-        return parent.header is not None, None
+        # no header: fine while the parent is a version still in the log (a create
+        # between its commit point and its header write); gone means deleted meanwhile
+        if parent.header is None:
+            return False, None
+        return not store.exists(txlog.entry_key(uuid, parent.version)), None
     header, raw = found
     hlog = txlog.header_log(header)
     if hlog is None:
@@ -256,6 +268,21 @@ def _conflict(
         return None
     if intent.mode == "create":
         return "it was created by another writer during this write" if new is not None else None
+    if intent.mode == "create_or_update" and base is None:
+        # still a create: becomes an update of whatever another writer created, unless
+        # that data falls inside this commit's delete scope
+        if new is None or intent.scope is None:
+            return None
+        try:
+            inside = sorted(intent.scope(new))
+        except KartoframeError as e:
+            return f"its delete scope cannot be evaluated on version {version}: {e}"
+        if inside:
+            return (
+                f"version {version} created the dataset with data inside this commit's "
+                f"delete scope (e.g. {inside[0]!r})"
+            )
+        return None
     if new is None:
         return "it was deleted by another writer during this write"
     assert base is not None
@@ -334,12 +361,15 @@ def commit_transaction(
             raise InvalidInputError("An update commit needs a base version.")
         parent = parent_of_base(store, base)
     else:
-        parent = parent_of_state(store, dataset_uuid, log.current_state(store, dataset_uuid))
+        state = log.current_state(store, dataset_uuid)
+        parent = parent_of_state(store, dataset_uuid, state)
         if intent.mode == "create" and parent.header is not None:
             raise CommitConflictError(
                 f"Dataset {dataset_uuid!r} was created by another writer during this write."
             )
     builder_base = base if intent.mode == "update" else None
+    if intent.mode == "create_or_update" and parent.header is not None:
+        builder_base = _loaded(store, parent)
     built: Built | None = None
     changes_schema: bool | None = None
     writer = writer_name()
@@ -378,7 +408,7 @@ def commit_transaction(
                     f"{parent.version}) and the change cannot be applied to it: {e}"
                 ) from e
             if changes_schema is None:
-                changes_schema = built.schema_bytes is not None and intent.mode == "update"
+                changes_schema = built.schema_bytes is not None and builder_base is not None
         if parent.pending is not None:
             if not store.put_if_absent(
                 txlog.entry_key(dataset_uuid, parent.pending.version),
@@ -399,7 +429,11 @@ def commit_transaction(
         entry = txlog.make_entry(
             version=version,
             timestamp=ts,
-            operation=intent.operation,
+            operation=(
+                intent.update_operation
+                if intent.mode == "create_or_update" and builder_base is not None
+                else intent.operation
+            ),
             parameters=intent.parameters,
             writer=writer,
             commit_info=intent.commit_info,
@@ -486,6 +520,8 @@ def _after_claim(
             lag_schema = parent.log_schema
         elif stored_version is not None:
             lag_schema = _lag_schema(store, dataset_uuid, stored_version, parent)
+        else:  # no header yet (a create stopped before it): the schema file may be missing
+            lag_schema = log.state_at(store, dataset_uuid, parent.version).schema
     _publish_or_revert(
         store,
         header,
@@ -541,25 +577,25 @@ def _rebase(
 ) -> tuple[Parent, LoadedDataset | None, Built | None]:
     """Load the newest version, check for conflicts, prepare the next attempt."""
     new_parent = parent_of_state(store, uuid, log.current_state(store, uuid))
-    new_loaded = None
-    if new_parent.header is not None:
-        shown = State(
-            new_parent.version,
-            new_parent.header,
-            new_parent.raw,
-            new_parent.log_schema,
-            new_parent.timestamp,
-            None,
-        )
-        new_loaded = loaded_from_state(store, shown)
+    new_loaded = _loaded(store, new_parent) if new_parent.header is not None else None
     reason = _conflict(intent, builder_base, new_loaded, changes_schema, new_parent.version)
     if reason is not None:
         _discard(store, built)
         raise CommitConflictError(f"Cannot commit to dataset {uuid!r}: {reason}.")
-    if intent.mode != "update":
-        return new_parent, None, built
+    if intent.mode in ("create", "overwrite") or (
+        intent.mode == "create_or_update" and new_loaded is None
+    ):
+        return new_parent, None, built  # built without a base: still valid
     _discard(store, built)
     return new_parent, new_loaded, None
+
+
+def _loaded(store: Store, parent: Parent) -> LoadedDataset:
+    """The version ``parent`` describes, loaded as a builder's base."""
+    shown = State(
+        parent.version, parent.header, parent.raw, parent.log_schema, parent.timestamp, None
+    )
+    return loaded_from_state(store, shown)
 
 
 def _publish_or_revert(
@@ -623,19 +659,20 @@ def _undo(
                 else:
                     store.put(schema_key, old_schema)
 
-    if parent.header is None:
-        # a create: no reader or writer builds on a version without a header
-        with contextlib.suppress(Exception):
-            store.delete(txlog.entry_key(uuid, version))
-        _restore_schema()
-        return
     try:
-        if schema_written or old_schema is not None:
-            previous_schema = old_schema
-        elif builder_base is not None:
-            previous_schema = schema_to_bytes(builder_base.schema)
+        if parent.header is None:
+            # a create: the revert deletes the dataset again (readers and writers see a
+            # create in the log before its header exists, so its entry must stay)
+            previous_schema = None
+            target = None
         else:
-            previous_schema = parent.log_schema or store.get_or_none(schema_key)
+            if schema_written or old_schema is not None:
+                previous_schema = old_schema
+            elif builder_base is not None:
+                previous_schema = schema_to_bytes(builder_base.schema)
+            else:
+                previous_schema = parent.log_schema or store.get_or_none(schema_key)
+            target = txlog.stamp_header(parent.header, version + 1, entry.timestamp + 1, parent.txn)
         revert = txlog.make_entry(
             version=version + 1,
             timestamp=entry.timestamp + 1,
@@ -646,7 +683,7 @@ def _undo(
             app_id=None,
             app_version=None,
             previous=header,
-            header=txlog.stamp_header(parent.header, version + 1, entry.timestamp + 1, parent.txn),
+            header=target,
             schema=previous_schema,
             force_reset=True,
             reverts=version,
@@ -668,6 +705,8 @@ def _undo(
         err.version = version
         raise err from None
     _restore_schema()
+    if parent.header is None:
+        return  # a header written after all is rolled forward over the revert by readers
     with contextlib.suppress(Exception):
         current = store.get_or_none(naming.header_key(uuid, parent.header.storage_format))
         if current is not None and current != parent.raw and parent.raw is not None:

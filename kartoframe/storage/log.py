@@ -184,11 +184,16 @@ def current_state(
 
     Costs one read of the header and one (failing) read of the next entry when the
     header is current; a header written by another program is taken as it is. None if
-    the dataset has no header or its current version deletes it.
+    the dataset does not exist: no header and no log, or its current version deletes it.
+
+    Without a header the log decides (:func:`_state_from_log`): a create that has
+    claimed its log entry but not yet written its header (or crashed in between) is
+    committed, so the dataset exists; every other writer must see that, or a second
+    create could commit on top of it and its writer's rows would be lost.
     """
     found = read_stored_header(store, dataset_uuid, prefer)
     if found is None:
-        return None
+        return _state_from_log(store, dataset_uuid)
     header, raw = found
     hlog = header_log(header)
     if hlog is None:
@@ -199,6 +204,32 @@ def current_state(
     if new is None:
         return None
     return State(version, new, encode_header(new), schema, ts, hlog.version, entries)
+
+
+def _state_from_log(store: Store, dataset_uuid: str) -> State | None:
+    """The current version of a dataset without a stored header, from its log alone.
+
+    One listing of the log (none: the dataset does not exist), then the newest version
+    (entries created after the listing included) rebuilt from its nearest checkpoint or
+    reset entry. None if that version deletes the dataset (a ``DELETE``, or the revert
+    of a create whose header could not be written).
+    """
+    versions, _ = list_log(store, dataset_uuid)
+    if not versions:
+        return None
+    latest = versions[-1]
+    for attempt in range(2):
+        while store.exists(entry_key(dataset_uuid, latest + 1)):
+            latest += 1
+        try:
+            state = state_at(store, dataset_uuid, latest)
+            break
+        except InvalidInputError:
+            if attempt:  # reverted by an entry created since the probe: look again, once
+                raise
+    if state.header is None:
+        return None
+    return dataclasses.replace(state, file_version=None)
 
 
 def _vacuumed(dataset_uuid: str, version: int) -> InvalidInputError:

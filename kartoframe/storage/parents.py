@@ -112,11 +112,20 @@ def parent_of_state(store: Store, uuid: str, state: State | None) -> Parent:
     """The parent for a create, an overwrite or a rebase: the version ``state`` describes.
 
     No state (or a deleted one) gives the newest log version without a header; a header
-    written by another program is adopted.
+    written by another program is adopted. If the newest log entry is not a deletion, the
+    dataset was created after ``state`` was read (its header may not exist yet): the
+    parent is that version, so that no second create can commit on top of it.
     """
     if state is None or state.header is None:
-        latest, ts = latest_version(store, uuid)
-        return Parent(latest, None, None, ts, {})
+        versions, _ = log.list_log(store, uuid)
+        if not versions:
+            return Parent(-1, None, None, 0, {})
+        entry = log.read_entry(store, uuid, versions[-1])
+        if entry is not None and not entry.deleted:
+            fresh = log.current_state(store, uuid)
+            if fresh is not None and fresh.header is not None:
+                return parent_of_state(store, uuid, fresh)
+        return Parent(versions[-1], None, None, entry.timestamp if entry is not None else 0, {})
     if state.version is None:
         assert state.header_bytes is not None
         return _adopt(store, uuid, state.header, state.header_bytes, roll=True)

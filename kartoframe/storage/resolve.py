@@ -154,7 +154,8 @@ def loaded_from_state(
         )
         if table is None:
             raise FormatError(f"Dataset {dataset_uuid!r} has no table schema (_common_metadata).")
-        md = md.replace(table_name=table)
+        if table is not None:  # else: a create not yet published; the log has its schema
+            md = md.replace(table_name=table)
     if not md.explicit_partitions:
         parts = _implicit_partitions(store, md)
         md = md.replace(partitions=parts)

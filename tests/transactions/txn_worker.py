@@ -12,6 +12,10 @@ replace
     Load the dataset, write a replacement of partition ``p == 0`` (``delete_scope``), and —
     after ``go`` — commit it on the version loaded before: exactly one of several such
     workers can win.
+create-rounds
+    For each of ``rounds`` rounds: wait for the round's start file, then create dataset
+    ``<uuid>-<round>`` (``store_dataframes_as_dataset``, or ``update_dataset_from_dataframes``
+    on the missing dataset with ``how="update"``); report each round's outcome.
 crash-loop
     Commit forever (appends, partition replacements, metadata updates), journaling
     ``begin i`` / ``done i`` (fsynced) around every commit; the test kills it with SIGKILL.
@@ -92,6 +96,32 @@ def replace(spec: dict[str, Any]) -> dict[str, Any]:
     return {"outcome": "committed", "labels": sorted(header.partitions)}
 
 
+def create_rounds(spec: dict[str, Any]) -> dict[str, Any]:
+    store = _store(spec)
+    wid = spec["wid"]
+    sync = spec["sync"]
+    outcomes: list[str] = []
+    _wait_for_go(spec)
+    for r in range(spec["rounds"]):
+        with open(os.path.join(sync, f"ready-{r}-{wid}"), "w") as f:
+            f.write("ready")
+        while not os.path.exists(os.path.join(sync, f"go-{r}")):
+            time.sleep(0.001)
+        uuid = f"{spec['uuid']}-{r}"
+        frame = _frame(wid, r, wid % 2)
+        try:
+            if spec["how"] == "update":
+                kf.update_dataset_from_dataframes(
+                    [frame], store=store, dataset_uuid=uuid, partition_on=["p"]
+                )
+            else:
+                kf.store_dataframes_as_dataset(store, uuid, [frame], partition_on=["p"])
+            outcomes.append("ok")
+        except (kf.CommitConflictError, kf.DatasetExistsError) as e:
+            outcomes.append(type(e).__name__)
+    return {"outcomes": outcomes}
+
+
 def crash_loop(spec: dict[str, Any]) -> dict[str, Any]:
     store = _store(spec)
     uuid = spec["uuid"]
@@ -123,7 +153,12 @@ def crash_loop(spec: dict[str, Any]) -> dict[str, Any]:
         i += 1
 
 
-TASKS = {"append": append, "replace": replace, "crash-loop": crash_loop}
+TASKS = {
+    "append": append,
+    "replace": replace,
+    "create-rounds": create_rounds,
+    "crash-loop": crash_loop,
+}
 
 
 def main() -> None:
