@@ -14,10 +14,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kartoframe.format.arrow_memory import reader
-from kartoframe.storage.parquet import read_footer
 from kartoframe.storage.store import Store
 
-__all__ = ["PROBE_ERRORS", "fetch_many", "read_data_files", "read_footers"]
+__all__ = [
+    "FOOTER_GUESS",
+    "PROBE_ERRORS",
+    "fetch_many",
+    "read_data_files",
+    "read_footer_tail",
+    "read_footers",
+]
 
 T = TypeVar("T")
 
@@ -41,11 +47,36 @@ def _each(
         return dict(zip(keys, pool.map(_one, keys)))
 
 
+#: Bytes of the first read at the end of a Parquet object: the footers of data files
+#: (the schema and the row groups' statistics) are almost always smaller.
+FOOTER_GUESS = 64 * 1024
+
+
+def read_footer_tail(store: Store, key: str) -> pq.FileMetaData:
+    """The Parquet footer of one object from its last bytes.
+
+    One suffix-range request (``bytes=-65536`` on object stores: no size lookup first),
+    and a second one only if the footer is larger than that.
+    """
+    path = store.path(key)
+
+    def _tail(n: int) -> bytes:
+        data = store.fs.cat_file(path, start=-n)
+        return data if isinstance(data, bytes) else bytes(data)
+
+    tail = store.with_retry("read footer", key, lambda: _tail(FOOTER_GUESS))
+    if len(tail) >= FOOTER_GUESS and tail[-4:] == b"PAR1":
+        need = int.from_bytes(tail[-8:-4], "little") + 8
+        if need > len(tail):
+            tail = store.with_retry("read footer", key, lambda: _tail(need))
+    return pq.ParquetFile(reader(tail)).metadata
+
+
 def read_footers(
     store: Store, keys: Sequence[str], *, max_workers: int = 16
 ) -> dict[str, pq.FileMetaData | BaseException]:
-    """The Parquet footer of each key (ranged reads, concurrently), or its read error."""
-    return _each(keys, lambda k: read_footer(store, k), max_workers)
+    """The Parquet footer of each key (read concurrently), or its read error."""
+    return _each(keys, lambda k: read_footer_tail(store, k), max_workers)
 
 
 def fetch_many(

@@ -367,6 +367,22 @@ def test_cube_without_seed_breaks_the_rules(store: kf.Store) -> None:
     assert f.kind == "cube_rules" and "Seed" in f.message
 
 
+@pytest.mark.parametrize("row_group_size", [None, 1])
+def test_footer_read_from_the_tail(store: kf.Store, row_group_size: int | None) -> None:
+    from kartoframe.storage.probe import FOOTER_GUESS, read_footer_tail
+
+    table = pa.table({"a": range(3000), "b": [str(i) for i in range(3000)]})
+    buf = io.BytesIO()
+    pq.write_table(table, buf, row_group_size=row_group_size)
+    data = buf.getvalue()
+    footer = int.from_bytes(data[-8:-4], "little")
+    assert (footer > FOOTER_GUESS) == (row_group_size == 1)  # 3,000 row groups: a 2nd read
+    store.put("x/f.parquet", data)
+    md = read_footer_tail(store, "x/f.parquet")
+    assert (md.num_rows, md.num_row_groups) == (3000, 1 if row_group_size is None else 3000)
+    assert md.schema.to_arrow_schema() == table.schema
+
+
 # ---------------------------------------------------------------------------- S3, scale
 def test_on_the_s3_server(s3_store: kf.Store) -> None:
     _make(s3_store)
