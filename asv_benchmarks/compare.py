@@ -8,9 +8,11 @@ allocator settings measured to make timings on these VMs reproducible (see READM
 
 Examples
 --------
-Full run (about 5-10 minutes on 2 cores the first time, datasets are cached afterwards)::
+Full run (about 5-10 minutes on 2 cores the first time, datasets are cached afterwards);
+the results go to ``bench-results/compare.json`` (``compare-quick.json`` with ``--quick``), a
+git-ignored folder of the checkout, unless ``--json PATH`` or ``--no-json``::
 
-    .venv/bin/python asv_benchmarks/compare.py --json bench-results.json
+    .venv/bin/python asv_benchmarks/compare.py
 
 Smoke run::
 
@@ -49,6 +51,14 @@ if TYPE_CHECKING:
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 DEFAULT_DATA_DIR = REPO / "bench-data"
+#: Where results go by default (git-ignored; ``asv_benchmarks/plot.py`` reads it from there).
+RESULTS_DIR = REPO / "bench-results"
+
+
+def default_json(quick: bool) -> Path:
+    """The default results file: ``bench-results/compare.json`` (``compare-quick.json``)."""
+    return RESULTS_DIR / ("compare-quick.json" if quick else "compare.json")
+
 
 #: Set before the interpreter starts (glibc and mimalloc read them at start-up): keep freed
 #: memory mapped instead of returning it to the kernel, whose page faults are slow and erratic
@@ -720,7 +730,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     p.add_argument(
         "--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="dataset cache [<repo>/bench-data]"
     )
-    p.add_argument("--json", type=Path, help="save results to this JSON file")
+    p.add_argument(
+        "--json",
+        type=Path,
+        help="save the results to this JSON file [bench-results/compare(-quick).json]",
+    )
+    p.add_argument("--no-json", action="store_true", help="do not save the results")
     p.add_argument("--no-hygiene", action="store_true", help="do not re-exec with malloc env")
     p.add_argument("-v", "--verbose", action="store_true", help="print tracebacks of errors")
     args = p.parse_args(argv)
@@ -738,6 +753,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
             setattr(args, k, v)
     if args.dask_rows is None:
         args.dask_rows = args.rows
+    if args.no_json:
+        args.json = None
+    elif args.json is None:
+        args.json = default_json(q)
     if args.repeat < 1 or args.warmup < 0:
         p.error("--repeat must be >= 1 and --warmup >= 0")
     args.data_dir = args.data_dir.resolve()

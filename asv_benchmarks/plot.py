@@ -5,9 +5,9 @@ Writes one chart per scenario (median time per system, whiskers from the fastest
 slowest timed round, throughput in the labels when the scenario has a row count) and one
 chart of every kartoframe-vs-peer ratio line with its target::
 
-    .venv/bin/python asv_benchmarks/compare.py --json bench-results.json
-    .venv/bin/python asv_benchmarks/plot.py bench-results.json            # -> docs/_static/
-    .venv/bin/python asv_benchmarks/plot.py bench-results.json --markdown # image links too
+    .venv/bin/python asv_benchmarks/compare.py         # -> bench-results/compare.json
+    .venv/bin/python asv_benchmarks/plot.py            # reads it, writes docs/_static/
+    .venv/bin/python asv_benchmarks/plot.py --markdown # image links too
 
 Systems that were skipped, failed or gave a wrong result have no bar; the chart names them
 with their status. The charts state the machine (CPU count, platform) and the date of the
@@ -26,6 +26,8 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE.parent / "docs" / "_static"
+#: compare.py's default results file (git-ignored folder).
+DEFAULT_RESULTS = HERE.parent / "bench-results" / "compare.json"
 PREFIX = "benchmarks"
 
 #: One colour per system, kartoframe first (colour-blind safe, Okabe-Ito).
@@ -184,9 +186,15 @@ def markdown(paths: Sequence[Path], docs: Path) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``plot.py RESULTS.json [--out DIR] [--markdown]``."""
+    """Command line: ``plot.py [RESULTS.json] [--out DIR] [--markdown]``."""
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("results", type=Path, help="JSON written by compare.py --json")
+    p.add_argument(
+        "results",
+        type=Path,
+        nargs="?",
+        default=DEFAULT_RESULTS,
+        help=f"JSON written by compare.py [{DEFAULT_RESULTS}]",
+    )
     p.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"folder [{DEFAULT_OUT}]")
     p.add_argument("--markdown", action="store_true", help="also print image links")
     args = p.parse_args(argv)
