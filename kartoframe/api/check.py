@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store
 from kartoframe.errors import (
@@ -34,6 +33,7 @@ from kartoframe.format.check import (
     log_findings,
     sort_findings,
     statistics_findings,
+    value_set,
 )
 from kartoframe.format.cube import (
     SEPARATOR,
@@ -148,7 +148,7 @@ def check_cube(
     CheckReport
         The findings of all datasets (each names its dataset) and a ``cube_rules``
         finding if the datasets break a cube rule (no seed, a payload column in two
-        datasets, ...).
+        datasets, ...); the rules are checked when no dataset has an error.
 
     Raises
     ------
@@ -194,7 +194,7 @@ def _cube_rule_findings(store: Store, prefix: str, cube: Cube | None) -> list[Fi
         datasets = load_cube_datasets(store, prefix)
         check_datasets({k: member_from_loaded(k, v) for k, v in datasets.items()}, cube)
     except (FormatError, InvalidInputError, SchemaError) as e:
-        return [Finding("error", "cube_rules", f"{prefix}{SEPARATOR}*", f"Cube {prefix!r}: {e}")]
+        return [Finding("error", "cube_rules", prefix, f"Cube {prefix!r}: {e}")]
     return []
 
 
@@ -439,9 +439,8 @@ def _deep_findings(
     def _values(table: pa.Table) -> dict[str, set[Any]]:
         got: dict[str, set[Any]] = {}
         for col, t in types.items():
-            if col in table.column_names:
-                distinct = pc.unique(table[col].cast(t)).drop_null()
-                got[col] = set(distinct.to_pylist())
+            if col in table.column_names:  # unsafe: sub-microsecond times as the index has them
+                got[col] = value_set(table[col].cast(t, safe=False))
         return got
 
     labels = [lb for lb in header.partitions if lb in readable]

@@ -72,6 +72,7 @@ __all__ = [
     "index_pairs",
     "log_findings",
     "sort_findings",
+    "value_set",
     "statistics_findings",
 ]
 
@@ -96,7 +97,7 @@ class Finding:
         What is wrong (``data_file_missing``, ``log_digest_mismatch``, ...; the table in
         ``docs/transactions.md`` lists them all).
     dataset
-        The dataset uuid.
+        The dataset uuid (the cube prefix for a ``cube_rules`` finding).
     message
         A sentence saying what and where.
     key
@@ -132,7 +133,7 @@ class CheckReport:
     findings
         Every problem found, errors first.
     files_checked
-        Number of data files whose footer was read.
+        Number of data files looked at (those the current header lists).
     deep
         Whether the data pages and the index values were checked too.
     """
@@ -287,10 +288,29 @@ def index_findings(
     return capped(found, "index_unknown_partition", "partitions the header does not list")
 
 
+class _NaN:
+    """NaN as a set member equal to itself (``float("nan")`` objects never are)."""
+
+    def __repr__(self) -> str:
+        return "nan"
+
+
+_NAN = _NaN()
+
+
+def _member(value: Any) -> Any:
+    return _NAN if isinstance(value, float) and value != value else value
+
+
+def value_set(values: pa.Array | pa.ChunkedArray) -> set[Any]:
+    """The distinct non-null values of an array as a Python set (NaN included once)."""
+    return {_member(v) for v in pc.unique(values).drop_null().to_pylist()}
+
+
 def index_pairs(column: str, index: pa.Table) -> dict[str, set[Any]]:
     """Label -> the values an index lists for it."""
     lengths = pc.list_value_length(index[PARTITION_COLUMN]).to_numpy(zero_copy_only=False)
-    values = index[column].to_pylist()
+    values = [_member(v) for v in index[column].to_pylist()]
     labels = pc.list_flatten(index[PARTITION_COLUMN].combine_chunks()).to_pylist()
     out: dict[str, set[Any]] = {}
     pos = 0

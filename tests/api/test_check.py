@@ -75,6 +75,25 @@ def test_clean_msgpack_dataset_with_many_versions_passes(store: kf.Store) -> Non
     assert kf.check_dataset("m", store).findings == ()
 
 
+def test_deep_check_of_indices_with_nan_nulls_times_and_dates(memory_store: kf.Store) -> None:
+    df = pd.DataFrame(
+        {
+            "p": [1, 1, 2],
+            "f": [float("nan"), 1.5, float("nan")],
+            "t": pd.to_datetime(
+                ["2024-01-01 00:00:00.000001", "2024-01-02", None], format="ISO8601"
+            ),
+            "s": ["a", None, "b"],
+            "d": pd.to_datetime(["2024-01-01", "2024-01-02", "2024-01-03"]).date,
+        }
+    )
+    df = df.assign(tz=df.t.dt.tz_localize("Europe/Berlin"))
+    kf.store_dataframes_as_dataset(
+        memory_store, "ds", [df], partition_on=["p"], secondary_indices=["f", "t", "tz", "s", "d"]
+    )
+    assert kf.check_dataset("ds", memory_store, deep=True).findings == ()
+
+
 def test_clean_cube_passes(store: kf.Store) -> None:
     cube = kf.Cube(dimension_columns=["x"], partition_columns=["p"], uuid_prefix="c")
     kf.build_cube({"seed": DF, "extra": DF[["x", "p"]].assign(w=1)}, cube, store)
