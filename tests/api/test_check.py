@@ -262,6 +262,14 @@ def test_header_lagging_the_log_is_a_warning(store: kf.Store) -> None:
     )
 
 
+def test_header_missing_with_a_committed_log_is_a_warning(store: kf.Store) -> None:
+    _make(store)
+    hkey = naming.header_key("ds", "json")
+    store.delete(hkey)  # a create stopped between its log entry and its header
+    f = _only(report := kf.check_dataset("ds", store))
+    assert report.ok and (f.severity, f.kind, f.key) == ("warning", "header_missing", hkey)
+
+
 def test_header_edited_by_hand(store: kf.Store) -> None:
     _make(store)
     hkey = naming.header_key("ds", "json")
