@@ -6,7 +6,16 @@ from typing import Any
 
 import click
 
-from kartoframe.cli._common import BadInput, confirm, emit_json, get_ctx, json_option
+from kartoframe.cli._common import (
+    BadInput,
+    confirm,
+    emit_json,
+    get_ctx,
+    json_option,
+    plural,
+    working,
+)
+from kartoframe.cli._maintain import report_deletion
 from kartoframe.cli._tables import KIND_OPTION, heading, table
 from kartoframe.cli._targets import Kind, resolve
 
@@ -118,39 +127,32 @@ def vacuum_command(
       kartoframe ./data vacuum geo --dry-run --json
     """
     import kartoframe as kf
-    from kartoframe.progress import track
 
     ctx = get_ctx()
-    target = resolve(ctx.store(), name, kind)
+    with working(f"reading {name}"):
+        target = resolve(ctx.store(), name, kind)
     uuids = [md.uuid for _, md in sorted(target.datasets.items())]
     try:
-        planned = {
-            u: kf.vacuum_dataset(u, target.store, retention_hours, dry_run=True, force=force)
-            for u in uuids
-        }
+        with working(f"listing what no version of {name} in the window needs"):
+            planned = {
+                u: kf.vacuum_dataset(u, target.store, retention_hours, dry_run=True, force=force)
+                for u in uuids
+            }
     except kf.InvalidInputError as e:
         if force or "force" not in str(e):
             raise
         raise BadInput(f"{e} (on the command line: --force)") from None
-    n = sum(len(v) for v in planned.values())
-    if dry_run or n == 0:
-        keys = [k for v in planned.values() for k in v]
-        if ctx.json:
-            emit_json({"deleted": keys, "dry_run": True})
-        elif dry_run:
-            click.echo("\n".join([*keys, f"Would delete {n:,} file{'s' if n != 1 else ''}"]))
-        else:
-            click.echo("Nothing to delete.")
+    keys = [k for v in planned.values() for k in v]
+    if dry_run or not keys:
+        report_deletion(keys, dry_run=dry_run)
         return
     confirm(
-        f"Delete {n:,} file{'s' if n != 1 else ''} of {name!r} that no version of the last "
+        f"Delete {plural(len(keys), 'file')} of {name!r} that no version of the last "
         f"{retention_hours:g} hours needs?",
         yes,
     )
     deleted: list[str] = []
-    for u in track(uuids, f"vacuuming {name}", enabled=ctx.progress and len(uuids) > 1):
-        deleted += kf.vacuum_dataset(u, target.store, retention_hours, force=force)
-    if ctx.json:
-        emit_json({"deleted": deleted, "dry_run": False})
-    else:
-        click.echo(f"Deleted {len(deleted):,} file{'s' if len(deleted) != 1 else ''}.")
+    with working(f"vacuuming {name}"):
+        for u in uuids:
+            deleted += kf.vacuum_dataset(u, target.store, retention_hours, force=force)
+    report_deletion(deleted, dry_run=False)

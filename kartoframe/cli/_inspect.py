@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kartoframe.cli._common import console, emit_json, get_ctx, human_bytes, json_option
+from kartoframe.cli._common import (
+    console,
+    emit_json,
+    get_ctx,
+    human_bytes,
+    json_option,
+    plural,
+)
 from kartoframe.cli._stats import dataset_numbers
 from kartoframe.cli._tables import KIND_OPTION, heading, key_values, table
 from kartoframe.cli._targets import Kind, resolve
@@ -116,7 +123,8 @@ def ls_command(long_: bool) -> None:
         detail = ""
         if long_:
             detail = r.get("error") or (
-                f"{r['files']} files; partitioned by {', '.join(r['partition_keys']) or '-'}; "
+                f"{plural(r['files'], 'file')}; "
+                f"partitioned by {', '.join(r['partition_keys']) or '-'}; "
                 f"indices {', '.join(r['secondary_indices']) or '-'}"
             )
         rows.append([r["name"], "dataset", detail or f"{r['metadata_format']} header"])
@@ -329,7 +337,13 @@ def schema_command(name: str, history: bool, kind: Kind) -> None:
             else:
                 what = ", ".join(f"{c} {t}" for c, t in e.columns.items())
             rows.append([e.version, e.timestamp, e.change, what])
-        console().print(table(["version", "timestamp", "change", "columns"], rows))
+        console().print(table(["schema version", "timestamp", "change", "columns"], rows))
+        # the log's versions (`history`, version=) count commits from 0; these count schemas
+        click.echo(
+            "(schema versions count schema changes from 1; `history` shows the commit "
+            "versions, from 0)",
+            err=True,
+        )
         return
     columns: list[dict[str, Any]] = []
     seen: dict[str, dict[str, Any]] = {}

@@ -14,9 +14,13 @@ from kartoframe.cli._common import (
     get_ctx,
     json_option,
     parse_storage_options,
+    plural,
+    working,
 )
 from kartoframe.cli._tables import KIND_OPTION
 from kartoframe.cli._targets import Kind, expand_columns, resolve, split_list
+from kartoframe.format.cube import SEPARATOR
+from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
 
 if TYPE_CHECKING:
     from kartoframe.storage.store import Store
@@ -32,10 +36,6 @@ def _done(message: str, payload: dict[str, Any]) -> None:
         emit_json(payload)
     else:
         click.echo(message)
-
-
-def _files(n: int) -> str:
-    return f"{n:,} file" + ("" if n == 1 else "s")
 
 
 # -- index ---------------------------------------------------------------------------------
@@ -105,41 +105,107 @@ def _expand_soft(patterns: list[str], available: list[str]) -> list[str]:
 # -- gc ----------------------------------------------------------------------------------------
 
 
+def report_deletion(keys: list[str], *, dry_run: bool) -> None:
+    """What gc, vacuum and cleanup print: the keys (dry run) and one summary line.
+
+    ``Nothing to delete.`` when there is nothing, dry run or not; ``Would delete N
+    files.`` after the listed keys of a dry run; ``Deleted N files.`` otherwise. With
+    ``--json``: ``{"deleted": [...], "dry_run": ...}``.
+    """
+    if get_ctx().json:
+        emit_json({"deleted": keys, "dry_run": dry_run})
+    elif not keys:
+        click.echo("Nothing to delete.")
+    elif dry_run:
+        click.echo("\n".join([*keys, f"Would delete {plural(len(keys), 'file')}."]))
+    else:
+        click.echo(f"Deleted {plural(len(keys), 'file')}.")
+
+
 @click.command("gc")
 @click.argument("name")
+@click.option(
+    "--retention-hours",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_RETENTION_HOURS,
+    show_default=True,
+    help="Keep the files a version current during the last H hours references "
+    "(0: only what the current version references).",
+)
+@click.option(
+    "--grace-hours",
+    type=click.FloatRange(min=0),
+    default=GRACE_HOURS,
+    show_default=True,
+    help="Keep files younger than H hours (writes in progress); below 1 needs --force.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Allow --grace-hours below 1: only when no write to the dataset is running.",
+)
 @DRY_RUN_OPTION
 @YES_OPTION
 @KIND_OPTION
 @json_option
-def gc_command(name: str, dry_run: bool, yes: bool, kind: Kind) -> None:
-    r"""Delete the files of a dataset (or of each dataset of a cube) no header references.
+def gc_command(
+    name: str,
+    retention_hours: float,
+    grace_hours: float,
+    force: bool,
+    dry_run: bool,
+    yes: bool,
+    kind: Kind,
+) -> None:
+    r"""Delete the files of a dataset (or of each dataset of a cube) no version needs.
 
-    Such files are left by overwritten or deleted partitions and by failed writes. Do not
-    run it while a write to the dataset is in progress: the files of that write are not
-    referenced yet.
+    Such files are left by overwritten or deleted partitions and by failed writes. Kept:
+    files a version of the last --retention-hours references (readers of older
+    versions) and files younger than --grace-hours (writes in progress), so gc is safe
+    to run at any time. --dry-run lists exactly what the same command deletes.
 
     \b
     Examples:
       kartoframe ./data gc sales --dry-run
       kartoframe ./data gc sales --yes
+      kartoframe ./data gc sales --retention-hours 0 --dry-run
     """
     import kartoframe as kf
-    from kartoframe.api.maintenance import unreferenced_keys
 
     ctx = get_ctx()
-    target = resolve(ctx.store(), name, kind)
+    with working(f"reading {name}"):
+        target = resolve(ctx.store(), name, kind)
     uuids = [md.uuid for _, md in sorted(target.datasets.items())]
-    garbage = {u: unreferenced_keys(target.store, u) for u in uuids}
-    n = sum(len(v) for v in garbage.values())
-    if dry_run or n == 0:
-        keys = [k for v in garbage.values() for k in v]
-        verb = "Would delete" if dry_run else "Nothing to delete:"
-        text = f"{verb} {_files(n)}" + ("" if dry_run else " unreferenced.")
-        _done("\n".join([*keys, text]) if dry_run else text, {"deleted": keys, "dry_run": True})
+
+    def collect(uuid: str, preview: bool) -> list[str]:
+        # one library call computes both: the preview is what the action deletes
+        try:
+            return kf.garbage_collect_dataset(
+                uuid,
+                target.store,
+                retention_hours,
+                dry_run=preview,
+                grace_hours=grace_hours,
+                force=force,
+            )
+        except kf.InvalidInputError as e:
+            if force or "force" not in str(e):
+                raise
+            raise BadInput(f"{e} (on the command line: --force)") from None
+
+    with working(f"listing unreferenced files of {name}"):
+        keys = [k for u in uuids for k in collect(u, True)]
+    if dry_run or not keys:
+        report_deletion(keys, dry_run=dry_run)
         return
-    confirm(f"Delete {_files(n)} of {name!r} that no header references?", yes)
-    deleted = [k for u in uuids for k in kf.garbage_collect_dataset(u, target.store)]
-    _done(f"Deleted {_files(len(deleted))}.", {"deleted": deleted, "dry_run": False})
+    confirm(
+        f"Delete {plural(len(keys), 'file')} of {name!r} that no version of the last "
+        f"{retention_hours:g} hours references?",
+        yes,
+    )
+    with working(f"deleting unreferenced files of {name}"):
+        deleted = [k for u in uuids for k in collect(u, False)]
+    report_deletion(deleted, dry_run=False)
 
 
 # -- delete --------------------------------------------------------------------------------
@@ -152,7 +218,7 @@ def gc_command(name: str, dry_run: bool, yes: bool, kind: Kind) -> None:
     "datasets",
     multiple=True,
     metavar="ID",
-    help="Cube only: delete only these datasets (repeatable).",
+    help="Cube only: delete only these datasets (repeatable; the seed only with all others).",
 )
 @YES_OPTION
 @KIND_OPTION
@@ -161,7 +227,9 @@ def delete_command(name: str, datasets: tuple[str, ...], yes: bool, kind: Kind) 
     r"""Delete a dataset or a cube (header first, then its files).
 
     Readers see the dataset disappear at once (when its header is deleted). Files that
-    no header referenced are left for gc / cleanup.
+    no header referenced are left for gc / cleanup. The seed of a cube defines its
+    cells: it is deleted only with the whole cube. A cube whose seed is already gone is
+    deleted with its remaining datasets.
 
     \b
     Examples:
@@ -172,28 +240,47 @@ def delete_command(name: str, datasets: tuple[str, ...], yes: bool, kind: Kind) 
     import kartoframe as kf
 
     ctx = get_ctx()
-    target = resolve(ctx.store(), name, kind)
+    with working(f"reading {name}"):
+        target = resolve(ctx.store(), name, kind, seedless_ok=True)
     files = {ds_id: len(md.partitions) for ds_id, md in target.datasets.items()}
     if not target.is_cube:
         if datasets:
             raise BadInput("--dataset only applies to cubes.")
-        confirm(f"Delete dataset {name!r} ({_files(files[name])}) from {ctx.store_label()}?", yes)
-        kf.delete_dataset(name, target.store)
+        confirm(
+            f"Delete dataset {name!r} ({plural(files[name], 'file')}) from {ctx.store_label()}?",
+            yes,
+        )
+        with working(f"deleting {name}"):
+            kf.delete_dataset(name, target.store)
         _done(f"Deleted dataset {name}.", {"deleted": [name]})
         return
-    assert target.cube is not None
-    selected = sorted(datasets) if datasets else sorted(target.datasets)
+    selected = sorted(set(datasets)) if datasets else sorted(target.datasets)
     unknown = [d for d in selected if d not in target.datasets]
     if unknown:
         raise BadInput(f"Cube {name!r} has no dataset {', '.join(unknown)}.")
+    if target.cube is not None and datasets:
+        seed = target.cube.seed_dataset
+        others = sorted(set(target.datasets) - set(selected))
+        if seed in selected and others:
+            raise BadInput(
+                f"Refusing to delete the seed dataset {seed!r} of cube {name!r} alone: the "
+                f"seed defines the cube's cells, and {', '.join(others)} could no longer be "
+                f"queried. Delete the whole cube (no --dataset), or the other datasets first."
+            )
     n = sum(files[d] for d in selected)
+    what = f"datasets {', '.join(selected)} of cube" if datasets else "cube"
+    seedless = " (its seed dataset is gone)" if target.seedless else ""
     confirm(
-        f"Delete {'datasets ' + ', '.join(selected) + ' of ' if datasets else ''}cube "
-        f"{name!r} ({_files(n)}) from {ctx.store_label()}?",
+        f"Delete {what} {name!r}{seedless} ({plural(n, 'file')}) from {ctx.store_label()}?",
         yes,
     )
-    kf.delete_cube(target.cube, target.store, datasets=selected if datasets else None)
-    uuids = [target.cube.ktk_dataset_uuid(d) for d in selected]
+    uuids = [f"{name}{SEPARATOR}{d}" for d in selected]
+    with working(f"deleting {name}"):
+        if target.cube is None:
+            for uuid in uuids:
+                kf.delete_dataset(uuid, target.store)
+        else:
+            kf.delete_cube(target.cube, target.store, datasets=selected if datasets else None)
     _done(f"Deleted {', '.join(uuids)}.", {"deleted": uuids})
 
 
@@ -208,8 +295,9 @@ def delete_command(name: str, datasets: tuple[str, ...], yes: bool, kind: Kind) 
 def cleanup_command(cube: str, dry_run: bool, yes: bool) -> None:
     r"""Delete every file under CUBE++ that no dataset of the cube references.
 
-    This also removes what deleted datasets left behind and files of failed writes. Do
-    not run it while a write to the cube is in progress.
+    This also removes what deleted datasets left behind and files of failed writes. A
+    cube whose seed dataset is gone cannot be used any more: its remaining datasets are
+    deleted too. Do not run it while a write to the cube is in progress.
 
     \b
     Examples:
@@ -219,21 +307,40 @@ def cleanup_command(cube: str, dry_run: bool, yes: bool) -> None:
     import kartoframe as kf
 
     ctx = get_ctx()
-    target = resolve(ctx.store(), cube, "cube")
-    assert target.cube is not None
+    with working(f"reading {cube}"):
+        target = resolve(ctx.store(), cube, "cube", seedless_ok=True)
     from kartoframe.api.cube_admin import cube_garbage
 
-    garbage = cube_garbage(target.cube, target.store)
+    with working(f"listing unreferenced files under {cube}{SEPARATOR}"):
+        if target.cube is None:
+            garbage = sorted(target.store.iter_keys(cube + SEPARATOR))
+        else:
+            garbage = cube_garbage(target.cube, target.store)
     if dry_run or not garbage:
-        verb = "Would delete" if dry_run else "Nothing to delete:"
-        text = f"{verb} {_files(len(garbage))}" + ("" if dry_run else " unreferenced.")
-        _done(
-            "\n".join([*garbage, text]) if dry_run else text, {"deleted": garbage, "dry_run": True}
-        )
+        report_deletion(garbage, dry_run=dry_run)
         return
-    confirm(f"Delete {_files(len(garbage))} under {cube}++ that no dataset references?", yes)
-    deleted = kf.cleanup_cube(target.cube, target.store)
-    _done(f"Deleted {_files(len(deleted))}.", {"deleted": deleted, "dry_run": False})
+    if target.cube is None:
+        question = (
+            f"Cube {cube!r} has no seed dataset: delete its datasets "
+            f"{', '.join(sorted(target.datasets))} and every file under {cube}{SEPARATOR} "
+            f"({plural(len(garbage), 'file')})?"
+        )
+    else:
+        question = (
+            f"Delete {plural(len(garbage), 'file')} under {cube}{SEPARATOR} that no dataset "
+            "references?"
+        )
+    confirm(question, yes)
+    with working(f"deleting unreferenced files under {cube}{SEPARATOR}"):
+        if target.cube is None:
+            for md in target.datasets.values():
+                kf.delete_dataset(md.uuid, target.store)
+            rest = sorted(target.store.iter_keys(cube + SEPARATOR))
+            target.store.delete_many(rest)
+            deleted = sorted(set(garbage) | set(rest))
+        else:
+            deleted = kf.cleanup_cube(target.cube, target.store)
+    report_deletion(deleted, dry_run=False)
 
 
 # -- copy ----------------------------------------------------------------------------------

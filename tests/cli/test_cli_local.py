@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
 import subprocess
+import time
 
 import pandas as pd
 import pytest
@@ -211,8 +213,11 @@ def test_conflict_and_destructive_commands(local_store, tmp_path) -> None:
     backup = tmp_path / "backup"
     backup.mkdir()
     # stray files no header references
-    stray = local_store / "sales" / "table" / "country=DE" / "orphan.parquet"
+    # a data file name a write generates, older than gc's grace window (a failed write's)
+    stray = local_store / "sales" / "table" / "country=DE" / f"{'0' * 32}.parquet"
     stray.write_bytes(b"not parquet")
+    two_hours_ago = time.time() - 7200
+    os.utime(stray, (two_hours_ago, two_hours_ago))
     cube_stray = local_store / "geo++seed" / "table" / "orphan.parquet"
     cube_stray.write_bytes(b"x")
 
@@ -238,9 +243,9 @@ def test_conflict_and_destructive_commands(local_store, tmp_path) -> None:
     assert len(kf.query_cube(kf.discover_cube("geo", s), s)[0]) == 3
 
     dry = _ok(run(s, "gc", "sales", "--dry-run", "--json")).json()
-    assert dry == {"deleted": ["sales/table/country=DE/orphan.parquet"], "dry_run": True}
+    assert dry == {"deleted": [f"sales/table/country=DE/{'0' * 32}.parquet"], "dry_run": True}
     gc, cleanup = run_many([[s, "gc", "sales", "--yes", "--json"], [s, "cleanup", "geo", "-y"]])
-    assert _ok(gc).json()["deleted"] == ["sales/table/country=DE/orphan.parquet"]
+    assert _ok(gc).json()["deleted"] == dry["deleted"]
     _ok(cleanup)
     assert not stray.exists() and not cube_stray.exists()
     assert kf.read_table("sales", s).shape == (6, 4)
