@@ -36,10 +36,12 @@ def read_task_table(
     """
     cols = list(columns) if columns is not None else list(plan.columns)
     pk = plan.partition_keys
+    # categoricals (not partition keys, which come from paths) keep the files' dictionaries
+    cats = tuple(c for c in plan.categoricals if c not in pk)
     return read_files(
         store,
         [f.key for f in task.files],
-        pandas_read_schema(plan.schema) if for_pandas else plan.schema,
+        pandas_read_schema(plan.schema, cats) if for_pandas else plan.schema,
         partition_values=[tuple(zip(pk, f.partition_values)) for f in task.files],
         columns=cols,
         filter=plan.filter_for(task),

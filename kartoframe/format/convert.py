@@ -168,13 +168,29 @@ def _nullable_integer_records(
 
 
 @functools.lru_cache(maxsize=256)
-def pandas_read_schema(schema: pa.Schema) -> pa.Schema:
+def pandas_read_schema(schema: pa.Schema, categoricals: tuple[str, ...] = ()) -> pa.Schema:
     """The schema to scan with when the result goes to pandas.
 
     Timestamps are stored in µs; a frame written with another unit (pandas' default
     nanoseconds) gets it back. Casting inside the multi-threaded scan is cheaper than a
     pandas ``as_unit`` pass over the finished frame.
+
+    String and binary columns in ``categoricals`` are scanned as dictionaries: a file
+    that stores the column dictionary-encoded (a pandas ``Categorical`` written by
+    plateau or kartoframe) keeps its dictionary, so the declared categories come back in
+    their declared order, unused ones included (categories of other files follow).
     """
+    wanted = set(categoricals)
+    if wanted & set(schema.names):
+        schema = pa.schema(
+            [
+                pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable, f.metadata)
+                if f.name in wanted and (pa.types.is_string(f.type) or pa.types.is_binary(f.type))
+                else f
+                for f in schema
+            ],
+            metadata=schema.metadata,
+        )
     meta = pandas_metadata(schema) or {}
     units: dict[str, str] = {}
     for rec in meta.get("columns", []):

@@ -110,3 +110,38 @@ def test_implicit_dataset_with_null_schema_columns(tmp_path, writer: str) -> Non
     assert md.explicit_partitions and md.schema.field("q").type == "string"
     assert kf.read_table("ds", url)["q"].dropna().tolist() == ["a", "c", "a", "c"]
     assert len(plateau.read_table("ds", f"hfs://{url}")) == 6
+
+
+# -- categoricals ---------------------------------------------------------------------------
+@pytest.mark.parametrize("writer", ["plateau", "kartoframe"])
+def test_categoricals_keep_the_declared_categories(tmp_path, writer: str) -> None:
+    url = str(tmp_path / "store")
+    declared = ["c", "b", "a", "z"]  # not sorted, "z" unused
+    df = pd.DataFrame(
+        {
+            "p": [1, 1, 2, 2],
+            "c": pd.Categorical(["b", "a", "c", "b"], categories=declared, ordered=True),
+            "s": ["y", "x", "y", "w"],
+        }
+    )
+    if writer == "plateau":
+        plateau.store_dataframes_as_dataset(
+            store=f"hfs://{url}", dataset_uuid="ds", dfs=[df], partition_on=["p"]
+        )
+    else:
+        kf.store_dataframes_as_dataset(url, "ds", [df], partition_on=["p"])
+    cats = ["c", "s"]
+    theirs = plateau.read_table("ds", f"hfs://{url}", categoricals=cats)
+    ours = kf.read_table("ds", url, categoricals=cats)
+    assert list(ours["c"].cat.categories) == list(theirs["c"].cat.categories) == declared
+    assert ours["c"].cat.ordered == theirs["c"].cat.ordered  # (plateau: unordered)
+    # a column stored without dictionary has no declared categories: the same set
+    assert set(ours["s"].cat.categories) == set(theirs["s"].cat.categories)
+    assert ours["c"].tolist() == df["c"].tolist()
+    frames = kf.read_dataset_as_dataframes("ds", url, categoricals=["c"])
+    theirs_frames = plateau.read_dataset_as_dataframes("ds", f"hfs://{url}", categoricals=["c"])
+    assert [list(f["c"].cat.categories) for f in frames] == [declared, declared]
+    assert [list(f["c"].cat.categories) for f in theirs_frames] == [declared, declared]
+    # predicates on the column still apply
+    sel = kf.read_table("ds", url, categoricals=["c"], predicates=[[("c", "in", ["b", "z"])]])
+    assert sel["c"].tolist() == ["b", "b"] and list(sel["c"].cat.categories) == declared
