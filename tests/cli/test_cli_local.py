@@ -21,6 +21,7 @@ COMMANDS = [
     "stats",
     "schema",
     "history",
+    "check",
     "query",
     "index",
     "gc",
