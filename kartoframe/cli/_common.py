@@ -273,11 +273,14 @@ def working(message: str) -> Iterator[None]:
     """Show ``message`` with a spinner and the elapsed time on standard error while a long
     step runs (storage retries included), only on a terminal and without ``--no-progress``.
 
-    Nothing is written to a pipe, so ``--json`` output stays parseable.
+    Nothing is written to a pipe, so ``--json`` output stays parseable; nothing either
+    outside a running command (helpers called from Python).
     """
     from kartoframe.progress import ProgressBar
 
-    with ProgressBar(message, None, enabled=get_ctx().progress):
+    running = click.get_current_context(silent=True)
+    ctx = None if running is None else running.find_object(Ctx)
+    with ProgressBar(message, None, enabled=ctx is not None and ctx.progress):
         yield
 
 

@@ -129,8 +129,7 @@ def vacuum_command(
     import kartoframe as kf
 
     ctx = get_ctx()
-    with working(f"reading {name}"):
-        target = resolve(ctx.store(), name, kind)
+    target = resolve(ctx.store(), name, kind)
     uuids = [md.uuid for _, md in sorted(target.datasets.items())]
     try:
         with working(f"listing what no version of {name} in the window needs"):

@@ -14,6 +14,7 @@ from kartoframe.cli._common import (
     human_bytes,
     json_option,
     plural,
+    working,
 )
 from kartoframe.cli._stats import dataset_numbers
 from kartoframe.cli._tables import KIND_OPTION, heading, key_values, table
@@ -96,7 +97,8 @@ def ls_command(long_: bool) -> None:
     """
     ctx = get_ctx()
     st = ctx.store()
-    datasets, cubes = list_store(st)
+    with working(f"listing {ctx.store_label()}"):
+        datasets, cubes = list_store(st)
     ds_rows: list[dict[str, Any]] = [
         {"name": u, "kind": "dataset", "metadata_format": f} for u, f in datasets
     ]

@@ -173,8 +173,7 @@ def gc_command(
     import kartoframe as kf
 
     ctx = get_ctx()
-    with working(f"reading {name}"):
-        target = resolve(ctx.store(), name, kind)
+    target = resolve(ctx.store(), name, kind)
     uuids = [md.uuid for _, md in sorted(target.datasets.items())]
 
     def collect(uuid: str, preview: bool) -> list[str]:
@@ -240,8 +239,7 @@ def delete_command(name: str, datasets: tuple[str, ...], yes: bool, kind: Kind) 
     import kartoframe as kf
 
     ctx = get_ctx()
-    with working(f"reading {name}"):
-        target = resolve(ctx.store(), name, kind, seedless_ok=True)
+    target = resolve(ctx.store(), name, kind, seedless_ok=True)
     files = {ds_id: len(md.partitions) for ds_id, md in target.datasets.items()}
     if not target.is_cube:
         if datasets:
@@ -307,8 +305,7 @@ def cleanup_command(cube: str, dry_run: bool, yes: bool) -> None:
     import kartoframe as kf
 
     ctx = get_ctx()
-    with working(f"reading {cube}"):
-        target = resolve(ctx.store(), cube, "cube", seedless_ok=True)
+    target = resolve(ctx.store(), cube, "cube", seedless_ok=True)
     from kartoframe.api.cube_admin import cube_garbage
 
     with working(f"listing unreferenced files under {cube}{SEPARATOR}"):

@@ -82,9 +82,17 @@ def resolve(
     FormatError
         A cube without its seed (unless ``seedless_ok``), or with broken metadata.
     """
-    from kartoframe.storage.resolve import dataset_exists
+    from kartoframe.cli._common import working
 
     naming.validate_uuid(name, "NAME")
+    # a slow store (or one retrying) shows a spinner with the elapsed time on a terminal
+    with working(f"reading {name} in {store.display_url}"):
+        return _resolve(store, name, kind, load=load, seedless_ok=seedless_ok)
+
+
+def _resolve(store: Store, name: str, kind: Kind, *, load: bool, seedless_ok: bool) -> Target:
+    from kartoframe.storage.resolve import dataset_exists
+
     is_dataset = kind != "cube" and dataset_exists(store, name)
     cube_ids = cube_dataset_ids(store, name) if kind != "dataset" else []
     if is_dataset and cube_ids:

@@ -158,7 +158,7 @@ def test_long_operations_say_what_they_do_on_a_terminal(local_store) -> None:
     s = str(local_store)
     code, out, drawn = _on_a_terminal([s, "gc", "sales", "--dry-run", "--json"])
     assert code == 0 and json.loads(out) == {"deleted": [], "dry_run": True}
-    assert "listing unreferenced files of sales" in drawn
+    assert "reading sales in file://" in drawn and "listing unreferenced files of sales" in drawn
     code, out, drawn = _on_a_terminal([s, "--no-progress", "cleanup", "geo", "--dry-run"])
     assert code == 0 and out == "Nothing to delete.\n" and drawn == ""
     code, out, drawn = _on_a_terminal([s, "delete", "geo", "--yes"])
