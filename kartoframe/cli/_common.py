@@ -20,9 +20,11 @@ from kartoframe.errors import (
     CommitConflictError,
     DatasetExistsError,
     DatasetNotFoundError,
+    FormatError,
     InvalidInputError,
     InvalidTypeError,
     SchemaError,
+    StorageError,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -67,6 +69,8 @@ def exit_code_for(exc: BaseException) -> int:
     """The exit code of an error raised while running a command."""
     if isinstance(exc, CliError):
         return exc.exit_code
+    if isinstance(exc, FormatError):  # corruption (a missing data file included)
+        return EXIT_ERROR
     if isinstance(exc, DatasetNotFoundError | FileNotFoundError):
         return EXIT_NOT_FOUND
     if isinstance(exc, DatasetExistsError | CommitConflictError | FileExistsError):
@@ -80,6 +84,10 @@ def exit_code_for(exc: BaseException) -> int:
 
 def error_kind(exc: BaseException) -> str:
     """A short name for the class of error (in ``--json`` error reports)."""
+    if isinstance(exc, FormatError):
+        return "corrupt"
+    if isinstance(exc, StorageError):
+        return "storage"
     return {
         EXIT_NOT_FOUND: "not_found",
         EXIT_BAD_INPUT: "bad_input",

@@ -34,7 +34,9 @@ from kartoframe.errors import (
     InvalidInputError,
     InvalidTypeError,
     KartoframeError,
+    MissingBucketError,
     MissingDependencyError,
+    StorageCredentialsError,
     StorageError,
     UnsafePathError,
 )
@@ -73,8 +75,7 @@ _SECRET_WORDS = (
     "key",
     "secret",
     "token",
-    "password",
-    "passphrase",
+    "pass",
     "credential",
     "sas",
     "signature",
@@ -89,6 +90,9 @@ _LISTING_CACHE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "az", "a
 #: ``pipe_file(mode="create")`` (``If-None-Match: *``), including empty objects.
 _PIPE_CREATE_PROTOCOLS = frozenset({"s3", "s3a"})
 _MISSING_PACKAGE = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3")}
+#: Verbs that create objects: on an object store they fail "not found" only for a
+#: missing bucket or container.
+_WRITE_VERBS = frozenset({"put", "put_if_absent", "write"})
 _memory_lock = threading.Lock()
 
 
@@ -97,12 +101,23 @@ def _is_secret(name: object) -> bool:
     return any(w in low for w in _SECRET_WORDS)
 
 
+def _is_secret_param(name: str) -> bool:
+    """Whether a URL query parameter holds a secret (``sig`` of an Azure SAS URL...)."""
+    return _is_secret(name) or name.lower() == "sig"
+
+
 def _redact(value: Any) -> Any:
-    """A copy of storage options with every secret-looking value replaced by ``***``."""
+    """A copy of storage options with every secret-looking value replaced by ``***``.
+
+    Values under a secret-looking name (``key``, ``secret``, ``token``, ``pass``...) at any
+    depth are replaced; URLs anywhere (``endpoint_url``, proxies) lose their password.
+    """
     if isinstance(value, dict):
         return {k: "***" if _is_secret(k) else _redact(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return type(value)(_redact(v) for v in value)
+    if isinstance(value, str):
+        return _redact_url(value)
     return value
 
 
@@ -115,13 +130,34 @@ def _secret_values(value: Any, inside_secret: bool = False) -> list[str]:
     elif isinstance(value, list | tuple):
         for v in value:
             out += _secret_values(v, inside_secret)
-    elif inside_secret and isinstance(value, str | bytes) and value:
-        out.append(value.decode(errors="replace") if isinstance(value, bytes) else value)
+    elif isinstance(value, str | bytes) and value:
+        text = value.decode(errors="replace") if isinstance(value, bytes) else value
+        if inside_secret:
+            out.append(text)
+        out += _url_secrets(text)  # a password or signature inside a URL, at any depth
+    return out
+
+
+def _url_secrets(text: str) -> list[str]:
+    """The password and secret-looking query values of a URL (e.g. a proxy URL)."""
+    if "://" not in text:
+        return []
+    out = [pw] if (pw := _url_password(text)) else []
+    try:
+        query = urlsplit(text).query
+    except ValueError:
+        return out
+    for name, _, val in (part.partition("=") for part in query.split("&")):
+        if val and _is_secret_param(name):
+            out.append(val)
     return out
 
 
 def _redact_url(url: str) -> str:
-    """Hide a password embedded in a URL (``proto://user:password@host/...``)."""
+    """Hide a URL's password (``proto://user:password@host/...``) and secret values.
+
+    Values of secret-looking query parameters (``?sig=...``, ``?token=...``) are hidden too.
+    """
     if "://" not in url:
         return url
     scheme, rest = url.split("://", 1)
@@ -131,6 +167,12 @@ def _redact_url(url: str) -> str:
         if ":" in userinfo:
             userinfo = userinfo.split(":", 1)[0] + ":***"
         netloc = f"{userinfo}@{host}"
+    if "?" in path:
+        path, query = path.split("?", 1)
+        parts = [p.partition("=") for p in query.split("&")]
+        path += "?" + "&".join(
+            f"{n}{eq}***" if v and _is_secret_param(n) else f"{n}{eq}{v}" for n, eq, v in parts
+        )
     return f"{scheme}://{netloc}{sep}{path}"
 
 
@@ -217,6 +259,8 @@ class Store:
             self._protocol = scheme
             self._root = url.split("://", 1)[1].rstrip("/")
             self.url = url.rstrip("/")
+            if _url_options(scheme, self.url):  # ftp://user:pw@host:port/dir, abfs://c@acct/...
+                self._root = _filesystem_class(scheme)._strip_protocol(self.url).rstrip("/")
         self.storage_options = dict(storage_options)
         self.retries = max(1, retries)
         self._filesystem = filesystem
@@ -280,7 +324,9 @@ class Store:
     def _open_filesystem(self) -> fsspec.AbstractFileSystem:
         if self._protocol == "file":
             return fsspec.filesystem("file", auto_mkdir=True)
-        options = dict(self.storage_options)
+        # what the URL itself says (host, port, user, password of ftp://user:pw@host/dir),
+        # overridden by explicit storage options
+        options = {**_url_options(self._protocol, self.url), **self.storage_options}
         if self._protocol in _LISTING_CACHE_PROTOCOLS:
             options.setdefault("use_listings_cache", False)
         try:
@@ -291,6 +337,14 @@ class Store:
             raise InvalidInputError(
                 f"Cannot open store {self.display_url}: {self._safe_message(e)}"
             ) from None
+        except (TypeError, ValueError) as e:
+            # e.g. a required connection option is missing or has the wrong type
+            err = InvalidInputError(
+                f"Cannot open store {self.display_url} with the {self._protocol!r} filesystem: "
+                f"{type(e).__name__}: {self._safe_message(e)}. Check the URL and the storage "
+                f"options ({', '.join(sorted(_redact(options))) or 'none given'})."
+            )
+            raise err from (e if self._safe_message(e) == str(e) else None)
 
     def path(self, key: str) -> str:
         """The filesystem path of a key (after checking it is safe)."""
@@ -314,10 +368,7 @@ class Store:
     # -- retries ---------------------------------------------------------------------
     def _safe_message(self, e: BaseException) -> str:
         text = str(e)
-        secrets = _secret_values(self.storage_options)
-        pw = _url_password(self.url)
-        if pw:
-            secrets.append(pw)
+        secrets = _secret_values(self.storage_options) + _url_secrets(self.url)
         for s in sorted(set(secrets), key=len, reverse=True):
             text = text.replace(s, "***")
         return text
@@ -330,18 +381,63 @@ class Store:
         err.errno = getattr(e, "errno", None)
         return err
 
+    def _chain(self, err: StorageError, e: BaseException) -> StorageError:
+        """``err`` with ``e`` as its cause, unless ``e``'s message holds a secret."""
+        err.__cause__ = e if self._safe_message(e) == str(e) else None
+        err.__suppress_context__ = True
+        return err
+
+    def _missing_bucket(self, what: str, key: str, e: FileNotFoundError) -> StorageError | None:
+        """A :class:`MissingBucketError` if ``e`` says the bucket/container is missing.
+
+        On an object store a write cannot fail with "not found" for any other reason.
+        """
+        if self.is_local or self._protocol == "memory":
+            return None
+        if not (what in _WRITE_VERBS or _says_no_bucket(e)):
+            return None
+        bucket = self._root.strip("/").split("/", 1)[0]
+        return self._chain(
+            MissingBucketError(
+                f"{what} of {key!r} in {self.display_url} failed: the bucket (or container) "
+                f"{bucket!r} does not exist or is not visible with these credentials. Create "
+                f"it first; kartoframe does not create buckets. ({self._safe_message(e)})"
+            ),
+            e,
+        )
+
+    def _credentials_error(self, what: str, key: str, e: BaseException) -> StorageError:
+        return self._chain(
+            StorageCredentialsError(
+                f"{what} of {key!r} in {self.display_url} failed: the store found no usable "
+                f"credentials or refused them ({type(e).__name__}: {self._safe_message(e)}). "
+                "Pass them as storage options (e.g. key=..., secret=... for S3) or configure "
+                "the provider's usual environment variables or profile."
+            ),
+            e,
+        )
+
     def _call(self, what: str, key: str, fn: Callable[[], T]) -> T:
         delay = 0.05
         for attempt in range(1, self.retries + 1):
             try:
                 return fn()
-            except (FileNotFoundError, KartoframeError):
+            except KartoframeError:
+                raise
+            except FileNotFoundError as e:
+                bucket_error = self._missing_bucket(what, key, e)
+                if bucket_error is not None:
+                    raise bucket_error from bucket_error.__cause__
                 raise
             except Exception as e:
+                if _is_credentials_failure(e):
+                    cred_error = self._credentials_error(what, key, e)
+                    raise cred_error from cred_error.__cause__
                 if not _is_store_failure(e):
                     raise
                 if attempt >= self.retries or not _transient(e):
-                    raise self._error(what, key, e, attempt) from None
+                    err = self._chain(self._error(what, key, e, attempt), e)
+                    raise err from err.__cause__
                 time.sleep(delay * (1 + random.random()))
                 delay = min(delay * 2, 2.0)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -631,6 +727,68 @@ def _client_failure_types() -> tuple[type[BaseException], ...]:
 def _is_store_failure(e: BaseException) -> bool:
     """Whether ``e`` is a failure of the store (I/O), as opposed to a programming error."""
     return isinstance(e, (OSError, TimeoutError, ConnectionError, *_client_failure_types()))
+
+
+def _filesystem_class(protocol: str) -> Any:
+    return fsspec.get_filesystem_class(protocol)
+
+
+def _url_options(protocol: str, url: str) -> dict[str, Any]:
+    """Filesystem options a URL carries in its authority (``user:pw@host:port``).
+
+    Only looked at when the URL has user info or a port, so plain object-store URLs
+    (``s3://bucket/prefix``) do not import their filesystem here.
+    """
+    netloc = url.split("://", 1)[1].split("/", 1)[0]
+    if "@" not in netloc and ":" not in netloc:
+        return {}
+    try:
+        options = _filesystem_class(protocol)._get_kwargs_from_urls(url)
+    except Exception:  # an implementation that cannot parse its own URLs: no options
+        return {}
+    return dict(options) if isinstance(options, dict) else {}
+
+
+def _is_credentials_failure(e: BaseException) -> bool:
+    """Whether ``e`` is an object-store client's "no (valid) credentials" error.
+
+    Only clients that are already imported are looked at (no import cost).
+    """
+    types: list[type[BaseException]] = []
+    botocore = sys.modules.get("botocore.exceptions")
+    if botocore is not None:
+        types += [
+            botocore.NoCredentialsError,
+            botocore.PartialCredentialsError,
+            botocore.CredentialRetrievalError,
+        ]
+    google = sys.modules.get("google.auth.exceptions")
+    if google is not None:
+        types += [google.DefaultCredentialsError, google.RefreshError]
+    azure = sys.modules.get("azure.core.exceptions")
+    if azure is not None:
+        types += [azure.ClientAuthenticationError]
+    return isinstance(e, tuple(types))
+
+
+def _says_no_bucket(e: BaseException) -> bool:
+    """Whether an error (or its cause) says that the bucket or container does not exist."""
+    seen: BaseException | None = e
+    for _ in range(4):
+        if seen is None:
+            return False
+        name = type(seen).__name__
+        text = str(seen).lower()
+        if name in ("NoSuchBucket", "ContainerNotFound", "ResourceNotFoundError") and (
+            "bucket" in text or "container" in text or name == "NoSuchBucket"
+        ):
+            return True
+        if "bucket does not exist" in text or "container does not exist" in text:
+            return True
+        if "nosuchbucket" in text or "containernotfound" in text:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _transient(e: BaseException) -> bool:

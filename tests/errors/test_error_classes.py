@@ -8,6 +8,7 @@ exception is kept as ``__cause__``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -261,3 +262,170 @@ def test_cube_metadata_that_cannot_be_encoded(tmp_path: Any) -> None:
         )
     check(info, kf.InvalidTypeError, TypeError, "metadata of dataset seed", cause=TypeError)
     assert not any(tmp_path.iterdir())
+
+
+# -- stores: missing bucket, missing credentials, unusable URLs ------------------------------
+@pytest.mark.s3
+def test_write_to_a_missing_bucket(s3_server: str) -> None:
+    store = kf.Store(
+        "s3://no-such-bucket/root",
+        key="testing",
+        secret="testing",
+        client_kwargs={"endpoint_url": s3_server},
+        skip_instance_cache=True,
+    )
+    with pytest.raises(kf.MissingBucketError) as info:
+        store.put("a/b.txt", b"x")
+    check(
+        info,
+        kf.MissingBucketError,
+        OSError,
+        "'no-such-bucket'",
+        "does not exist",
+        cause=FileNotFoundError,
+    )
+    assert not isinstance(info.value, FileNotFoundError)  # not "a missing key"
+    with pytest.raises(kf.MissingBucketError) as write:
+        kf.store_dataframes_as_dataset(store, "ds", [_df()])
+    check(write, kf.MissingBucketError, OSError, "'no-such-bucket'", cause=FileNotFoundError)
+    with pytest.raises(kf.MissingBucketError):
+        kf.read_table("ds", store)
+
+
+@pytest.mark.s3
+def test_missing_s3_credentials(
+    s3_server: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import botocore.exceptions
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    store = kf.Store(
+        "s3://bucket/root", client_kwargs={"endpoint_url": s3_server}, skip_instance_cache=True
+    )
+    with pytest.raises(kf.StorageCredentialsError) as info:
+        kf.store_dataframes_as_dataset(store, "ds", [_df()])
+    e = check(info, kf.StorageCredentialsError, PermissionError, "credentials", "s3://bucket/root")
+    assert isinstance(e, kf.StorageError)
+    assert isinstance(e.__cause__, botocore.exceptions.NoCredentialsError)
+    with pytest.raises(kf.StorageCredentialsError):
+        kf.read_table("ds", store)
+
+
+@pytest.mark.filterwarnings(
+    "ignore::pytest.PytestUnraisableExceptionWarning"
+)  # fsspec's FTP __del__
+def test_ftp_url_without_host_is_refused_clearly() -> None:
+    store = kf.Store("ftp:///data", retries=1)
+    with pytest.raises(kf.InvalidInputError) as info:
+        kf.read_table("ds", store)
+    check(info, kf.InvalidInputError, ValueError, "ftp:///data", "'ftp'", "host", cause=TypeError)
+
+
+@pytest.mark.filterwarnings(
+    "ignore::pytest.PytestUnraisableExceptionWarning"
+)  # fsspec's FTP __del__
+def test_ftp_url_with_credentials_connects_with_them() -> None:
+    # host, port, user and password come from the URL (was: TypeError, no host); port 1 of
+    # the loopback refuses the connection: a StorageError that hides the password
+    store = kf.Store("ftp://user:hunter2@127.0.0.1:1/data", retries=1)
+    assert "hunter2" not in repr(store) and "user:***@127.0.0.1:1" in repr(store)
+    with pytest.raises(kf.StorageError) as info:
+        kf.read_table("ds", store)
+    e = check(
+        info,
+        kf.StorageError,
+        OSError,
+        "ftp://user:***@127.0.0.1:1/data",
+        cause=ConnectionRefusedError,
+    )
+    assert "hunter2" not in str(e)
+
+
+# -- credentials are masked -------------------------------------------------------------------
+NESTED_SECRETS = {
+    "client_kwargs": {
+        "endpoint_url": "http://admin:hunter2@minio.internal:9000",
+        "aws_session_token": "tok-123456",
+    },
+    "config_kwargs": {"proxies": {"https": "http://proxyuser:pr0xypw@proxy:3128"}},
+    "proxy_pass": "passw0rd",
+    "account_url": "https://acct.blob.core.windows.net/c?sv=2020&sig=S1GNATURE",
+    "nested": [{"api_key": "k-987"}],
+}
+SECRETS = ("hunter2", "tok-123456", "pr0xypw", "passw0rd", "S1GNATURE", "k-987")
+
+
+def test_nested_credentials_are_masked_in_repr() -> None:
+    store = kf.Store("s3://bucket/prefix", **NESTED_SECRETS)
+    text = repr(store)
+    for secret in SECRETS:
+        assert secret not in text, secret
+    assert "http://admin:***@minio.internal:9000" in text
+    assert "http://proxyuser:***@proxy:3128" in text
+    assert "sv=2020&sig=***" in text
+    assert store.storage_options == NESTED_SECRETS  # the options themselves are unchanged
+
+
+def test_nested_credentials_are_masked_in_errors() -> None:
+    store = kf.Store("memory://masking", retries=1, **NESTED_SECRETS)
+
+    def fail() -> None:  # what a client reports when it cannot reach its endpoint or proxy
+        raise ConnectionError(
+            'Could not connect to "http://admin:hunter2@minio.internal:9000" via '
+            "http://proxyuser:pr0xypw@proxy:3128 (token tok-123456, sig S1GNATURE, passw0rd, k-987)"
+        )
+
+    with pytest.raises(kf.StorageError) as info:
+        store.with_retry("get", "ds/x", fail)
+    e = check(info, kf.StorageError, OSError, "'ds/x'", "memory://masking")
+    for secret in SECRETS:
+        assert secret not in str(e), secret
+    assert e.__cause__ is None  # the original names the secrets: not chained
+
+
+def test_store_url_password_is_masked_in_cli_output(capsys: pytest.CaptureFixture[str]) -> None:
+    from kartoframe.cli import main
+
+    url = "ftp://user:hunter2@127.0.0.1:1/data"
+    for args in ([url, "ls"], [url, "--json", "info", "ds"]):
+        code = main(args)
+        out = capsys.readouterr()
+        assert code == 1, (args, out)
+        assert "hunter2" not in out.out + out.err
+        assert "user:***@127.0.0.1:1" in out.err
+
+
+# -- the command line reports corruption as corruption -------------------------------------------
+def test_cli_reports_a_missing_data_file_as_corruption(
+    tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from kartoframe.cli import main
+
+    store = kf.Store(str(tmp_path))
+    kf.store_dataframes_as_dataset(store, "ds", [_df()], partition_on=["p"])
+    key = _data_keys(store)[0]
+    store.delete(key)
+    assert main([str(tmp_path), "query", "ds", "--json"]) == 1
+    err = json.loads(capsys.readouterr().err)["error"]
+    assert (err["kind"], err["type"], err["exit_code"]) == ("corrupt", "MissingDataFileError", 1)
+    assert key in err["message"] and "missing" in err["message"]
+    store.put(key, b"garbage")
+    assert main([str(tmp_path), "query", "ds"]) == 1
+    assert "cannot be read as Parquet" in capsys.readouterr().err
+
+
+# -- retention windows --------------------------------------------------------------------------
+@pytest.mark.parametrize("hours", [math.inf, -math.inf, math.nan], ids=["inf", "-inf", "nan"])
+@pytest.mark.parametrize("call", ["garbage_collect_dataset", "vacuum_dataset"])
+def test_retention_hours_that_are_not_finite(dataset: kf.Store, call: str, hours: float) -> None:
+    keys = list(dataset.iter_keys())
+    with pytest.raises(kf.InvalidInputError) as info:
+        getattr(kf, call)("ds", dataset, retention_hours=hours)
+    check(info, kf.InvalidInputError, ValueError, "retention_hours")
+    assert list(dataset.iter_keys()) == keys
