@@ -169,6 +169,7 @@ def write_delayed_graph(
     table_name: str,
     expect_absent: bool,
     remove_labels: set[str] | None = None,
+    create_or_update: bool = False,
 ) -> Any:
     """A ``Delayed``: one write task per element of ``parts``, then one commit."""
     from dask.delayed import delayed
@@ -198,6 +199,8 @@ def write_delayed_graph(
     }
     if remove_labels:
         kwargs["remove_labels"] = remove_labels
+    if create_or_update:  # an update of a missing dataset lands as an append if it appears
+        kwargs["create_or_update"] = True
     committer = de.Committer(
         store=st,
         dataset_uuid=uuid,
@@ -371,6 +374,7 @@ def update_dataset_from_delayed(
         table_name=table_name,
         expect_absent=base is None,
         remove_labels=remove,
+        create_or_update=True,
     )
 
 

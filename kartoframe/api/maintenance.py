@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
+from kartoframe.api.compat import resolve_factory
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import (
     ColumnNotFoundError,
@@ -55,13 +57,14 @@ def unreferenced_keys(
 
 
 def garbage_collect_dataset(
-    dataset_uuid: str,
-    store: StoreInput,
+    dataset_uuid: str | None = None,
+    store: StoreInput | None = None,
     retention_hours: float = DEFAULT_RETENTION_HOURS,
     *,
     dry_run: bool = False,
     grace_hours: float = GRACE_HOURS,
     force: bool = False,
+    factory: Any = None,
 ) -> list[str]:
     """Delete files of a dataset that no retained version references.
 
@@ -105,6 +108,9 @@ def garbage_collect_dataset(
         files (or a temp file being published) can be deleted before it commits, and
         the committed version then references missing files. A warning is logged
         (logger ``kartoframe.maintenance``).
+    factory
+        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
+        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
 
     Returns
     -------
@@ -122,6 +128,7 @@ def garbage_collect_dataset(
         The header or the log is corrupt (nothing is deleted; see
         :func:`kartoframe.delete_dataset`).
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
     if not isinstance(dry_run, bool) or not isinstance(force, bool):
@@ -175,7 +182,9 @@ def leftover_keys(store: Store, dataset_uuid: str) -> list[str]:
     return sorted(dataset_keys(store, dataset_uuid))
 
 
-def delete_dataset(dataset_uuid: str, store: StoreInput) -> None:
+def delete_dataset(
+    dataset_uuid: str | None = None, store: StoreInput | None = None, factory: Any = None
+) -> None:
     """Delete a dataset: header first (so readers never see a partial dataset), then files.
 
     Whichever header exists (JSON or msgpack) is removed, then every file the header
@@ -192,6 +201,7 @@ def delete_dataset(dataset_uuid: str, store: StoreInput) -> None:
     DatasetNotFoundError
         If the dataset does not exist.
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
     if not dataset_exists(st, uuid):
@@ -213,11 +223,12 @@ def delete_dataset(dataset_uuid: str, store: StoreInput) -> None:
 
 
 def build_dataset_indices(
-    store: StoreInput,
-    dataset_uuid: str,
+    store: StoreInput | None,
+    dataset_uuid: str | None,
     columns: Sequence[str],
     *,
     progress: bool = False,
+    factory: Any = None,
 ) -> DatasetMetadataResult:
     """Build (or rebuild) secondary indices by scanning the needed columns.
 
@@ -231,7 +242,11 @@ def build_dataset_indices(
         Columns to index (not partition keys).
     progress
         Show a progress bar of the files scanned (only on a terminal).
+    factory
+        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
+        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
     cols = str_list(columns, "columns")

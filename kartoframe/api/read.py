@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, check_columns_arg, check_uuid, ensure_store, str_list
+from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import InvalidInputError
 from kartoframe.execution.kernel import (
     iter_plan_batches,
@@ -219,8 +220,8 @@ def _check_pushdown(predicate_pushdown_to_io: object) -> None:
 
 
 def read_table(
-    dataset_uuid: str,
-    store: StoreInput,
+    dataset_uuid: str | None = None,
+    store: StoreInput | None = None,
     columns: Sequence[str] | None = None,
     predicate_pushdown_to_io: bool = True,
     categoricals: Sequence[str] | None = None,
@@ -230,6 +231,7 @@ def read_table(
     progress: bool = False,
     version: int | None = None,
     as_of: object = None,
+    factory: Any = None,
 ) -> pd.DataFrame:
     """Read a dataset (or the rows matching ``predicates``) into one DataFrame.
 
@@ -262,6 +264,9 @@ def read_table(
     as_of
         Read the version that was current at this time (``datetime`` — naive means UTC —,
         ``pandas.Timestamp``, ISO string or epoch milliseconds).
+    factory
+        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
+        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
 
     Returns
     -------
@@ -278,6 +283,7 @@ def read_table(
     ...               predicates=[[("country", "==", "DE")]])["units"].tolist()
     [1, 3]
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     _check_pushdown(predicate_pushdown_to_io)
     plan, st = plan_read(
         dataset_uuid,
@@ -301,8 +307,8 @@ def read_table(
 
 
 def read_dataset_as_dataframes(
-    dataset_uuid: str,
-    store: StoreInput,
+    dataset_uuid: str | None = None,
+    store: StoreInput | None = None,
     columns: Sequence[str] | None = None,
     predicate_pushdown_to_io: bool = True,
     categoricals: Sequence[str] | None = None,
@@ -311,6 +317,7 @@ def read_dataset_as_dataframes(
     dispatch_by: Sequence[str] | None = None,
     version: int | None = None,
     as_of: object = None,
+    factory: Any = None,
 ) -> list[pd.DataFrame]:
     """Read a dataset as a list of DataFrames, one per partition or dispatch group.
 
@@ -319,6 +326,7 @@ def read_dataset_as_dataframes(
     Parameters (including ``version`` / ``as_of`` for time travel) as in
     :func:`read_table`.
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     return list(
         read_dataset_as_dataframes__iterator(
             dataset_uuid,
@@ -336,8 +344,8 @@ def read_dataset_as_dataframes(
 
 
 def read_dataset_as_dataframes__iterator(
-    dataset_uuid: str,
-    store: StoreInput,
+    dataset_uuid: str | None = None,
+    store: StoreInput | None = None,
     columns: Sequence[str] | None = None,
     predicate_pushdown_to_io: bool = True,
     categoricals: Sequence[str] | None = None,
@@ -346,12 +354,14 @@ def read_dataset_as_dataframes__iterator(
     dispatch_by: Sequence[str] | None = None,
     version: int | None = None,
     as_of: object = None,
+    factory: Any = None,
 ) -> Iterator[pd.DataFrame]:
     """Yield one DataFrame per partition (or dispatch group), holding one at a time.
 
     Memory stays bounded by the largest partition. Parameters as in
     :func:`read_dataset_as_dataframes`.
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     _check_pushdown(predicate_pushdown_to_io)
     plan, st = plan_read(
         dataset_uuid,

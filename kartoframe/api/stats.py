@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
+from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import InvalidInputError
 from kartoframe.storage.resolve import load_dataset
 
@@ -20,11 +21,13 @@ __all__ = ["collect_dataset_metadata", "hash_dataset"]
 
 
 def hash_dataset(
-    store: StoreInput,
-    dataset_uuid: str,
+    store: StoreInput | None = None,
+    dataset_uuid: str | None = None,
     subset: Sequence[str] | None = None,
     group_key: Sequence[str] | None = None,
     predicates: object = None,
+    table: str | None = None,
+    factory: Any = None,
 ) -> Any:
     """A ``uint64`` content hash per partition, or per group of ``group_key`` values.
 
@@ -46,6 +49,11 @@ def hash_dataset(
         task shuffle).
     predicates
         DNF filter: only matching rows are hashed.
+    table
+        plateau's table name; it must be the dataset's table.
+    factory
+        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
+        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
 
     Returns
     -------
@@ -62,6 +70,7 @@ def hash_dataset(
     >>> hashes.compute().index.tolist()
     ['DE', 'FR']
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     from kartoframe.api.dask import plan_loaded_read
     from kartoframe.execution import dask_engine as de
 
@@ -70,6 +79,11 @@ def hash_dataset(
     keys = str_list(group_key, "group_key")
     st = ensure_store(store)
     loaded = load_dataset(st, check_uuid(dataset_uuid))
+    if table is not None and table != loaded.metadata.table_name:
+        raise InvalidInputError(
+            f"Dataset {loaded.metadata.uuid!r} has no table {table!r} (its table is "
+            f"{loaded.metadata.table_name!r})."
+        )
     # groups of partition keys are whole files: read one group per task, no shuffle
     by_files = bool(keys) and set(keys) <= set(loaded.metadata.partition_keys)
     plan, output, _ = plan_loaded_read(
@@ -90,12 +104,13 @@ def hash_dataset(
 
 
 def collect_dataset_metadata(
-    store: StoreInput,
-    dataset_uuid: str,
+    store: StoreInput | None = None,
+    dataset_uuid: str | None = None,
     predicates: object = None,
     frac: float = 1.0,
     *,
     seed: int | None = None,
+    factory: Any = None,
 ) -> Any:
     """Parquet footer statistics of a dataset's files, one row per file and row group.
 
@@ -114,6 +129,9 @@ def collect_dataset_metadata(
         kept.
     seed
         Seed of the sample (default: random).
+    factory
+        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
+        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
 
     Returns
     -------
@@ -132,6 +150,7 @@ def collect_dataset_metadata(
     >>> int(stats["number_rows_total"].sum()), len(stats)
     (3, 2)
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     from kartoframe.api.read import plan_read
     from kartoframe.execution import dask_engine as de
 

@@ -17,6 +17,7 @@ from kartoframe.api._args import (
     serializer_arg,
     str_list,
 )
+from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import (
     DatasetExistsError,
     DatasetNotFoundError,
@@ -402,8 +403,8 @@ def store_dataframes_as_dataset(
 
 def update_dataset_from_dataframes__iter(
     df_generator: Iterable[Any],
-    store: StoreInput,
-    dataset_uuid: str,
+    store: StoreInput | None = None,
+    dataset_uuid: str | None = None,
     delete_scope: Sequence[Mapping[str, Any]] | None = None,
     metadata: MetadataArg = None,
     df_serializer: ParquetSerializer | None = None,
@@ -418,12 +419,14 @@ def update_dataset_from_dataframes__iter(
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,
+    factory: Any = None,
 ) -> DatasetMetadataResult:
     """Add frames from an iterable (and delete ``delete_scope``) in one commit.
 
     Creates the dataset if it does not exist. Parameters as in
     :func:`update_dataset_from_dataframes`.
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
     check_metadata_version(default_metadata_version)
@@ -490,10 +493,10 @@ def update_dataset_from_dataframes__iter(
             storage_format=fmt,
             table_name=table_name,
             expect_absent=base is None,
+            create_or_update=True,
             schema_evolution=evolution,
             remove_scope=(
                 (lambda b: delete_scope_labels(b, st, delete_scope))
-            create_or_update=True,
                 if delete_scope is not None
                 else None
             ),
@@ -532,8 +535,8 @@ def _precheck_schema(
 
 def update_dataset_from_dataframes(
     df_list: Sequence[pd.DataFrame],
-    store: StoreInput,
-    dataset_uuid: str,
+    store: StoreInput | None = None,
+    dataset_uuid: str | None = None,
     delete_scope: Sequence[Mapping[str, Any]] | None = None,
     metadata: MetadataArg = None,
     df_serializer: ParquetSerializer | None = None,
@@ -548,6 +551,7 @@ def update_dataset_from_dataframes(
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,
+    factory: Any = None,
 ) -> DatasetMetadataResult:
     """Add DataFrames to a dataset and/or delete partitions, in one atomic commit.
 
@@ -593,11 +597,15 @@ def update_dataset_from_dataframes(
     commit_info
         A JSON-serialisable dict stored with the commit (see
         :func:`kartoframe.dataset_history`).
+    factory
+        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
+        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
 
     Returns
     -------
     DatasetMetadataResult
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     frames = _frames(df_list, "df_list")
     return update_dataset_from_dataframes__iter(
         frames,
@@ -685,20 +693,22 @@ def create_empty_dataset_header(
 
 
 def write_single_partition(
-    store: StoreInput,
-    dataset_uuid: str,
+    store: StoreInput | None,
+    dataset_uuid: str | None,
     data: pd.DataFrame,
     df_serializer: ParquetSerializer | None = None,
     metadata_version: int = 4,
     partition_on: Sequence[str] | None = None,
     secondary_indices: Sequence[str] | None = None,
     table_name: str | None = None,
+    factory: Any = None,
 ) -> MetaPartition:
     """Write data files for an existing dataset without committing them.
 
     The frame is validated against the stored schema before anything is written. Pass
     the result to :func:`commit_dataset` (``new_partitions``) to publish it.
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
     check_metadata_version(metadata_version)
@@ -729,8 +739,8 @@ def write_single_partition(
 
 
 def commit_dataset(
-    store: StoreInput,
-    dataset_uuid: str,
+    store: StoreInput | None = None,
+    dataset_uuid: str | None = None,
     new_partitions: Sequence[MetaPartition] | None = None,
     delete_scope: Sequence[Mapping[str, Any]] | None = None,
     metadata: MetadataArg = None,
@@ -741,6 +751,7 @@ def commit_dataset(
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,
+    factory: Any = None,
 ) -> DatasetMetadataResult:
     """Commit partitions written by :func:`write_single_partition`.
 
@@ -748,6 +759,7 @@ def commit_dataset(
     Committing makes an implicit dataset explicit. ``app_id``, ``app_version`` and
     ``commit_info`` as in :func:`store_dataframes_as_dataset`.
     """
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
     check_metadata_version(default_metadata_version)

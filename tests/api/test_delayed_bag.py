@@ -192,3 +192,27 @@ def test_utilities_match_plateau() -> None:
     assert isinstance(info.value, kf.SchemaError)
     assert kf.lazy_store("memory://lazy")() == kf.Store("memory://lazy")
     assert kf.ensure_store("memory://lazy") == kf.Store("memory://lazy")
+
+
+@pytest.mark.filterwarnings("ignore::kartoframe.storage.kvstore.KVStoreWarning")
+def test_eager_functions_take_plateaus_factory() -> None:
+    import plateau.api.dataset as pl
+    from minimalkv import get_store_from_url
+
+    kv = get_store_from_url("hmemory://")
+    kf.store_dataframes_as_dataset(kv, "ds", _frames(), partition_on=["p"])
+    fac = pl.DatasetFactory("ds", lambda: kv)  # plateau's own factory over the same store
+    assert len(kf.read_table(factory=fac)) == 6
+    assert sum(map(len, kf.read_dataset_as_dataframes(factory=fac))) == 6
+    assert sum(map(len, kf.read_dataset_as_dataframes__iterator(factory=fac))) == 6
+    assert kf.hash_dataset(factory=fac, table="table").compute(scheduler="sync").size == 5
+    assert len(kf.collect_dataset_metadata(factory=fac).compute(scheduler="sync")) == 5
+    kf.update_dataset_from_dataframes([_frames()[0]], factory=fac)
+    kf.build_dataset_indices(None, None, ["x"], factory=fac)
+    assert kf.read_dataset_metadata("ds", kv).secondary_indices == ["x"]
+    kf.garbage_collect_dataset(factory=fac)
+    with pytest.raises(kf.InvalidInputError, match="no table 'other'"):
+        kf.hash_dataset(factory=fac, table="other")
+    kf.delete_dataset(factory=fac)
+    with pytest.raises(kf.DatasetNotFoundError):
+        kf.read_table(factory=fac)

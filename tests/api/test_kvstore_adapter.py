@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import uuid
+import pathlib
 import warnings
 from functools import partial
 
 import fsspec
 import pandas as pd
 import pytest
+from fsspec.implementations.dirfs import DirFileSystem
 from minimalkv import get_store_from_url
 from minimalkv._mixins import ExtendedKeyspaceMixin
 from minimalkv.fsspecstore import FSSpecStore
@@ -22,9 +23,10 @@ class HFSSpecStore(ExtendedKeyspaceMixin, FSSpecStore):  # type: ignore[misc]
     """minimalkv's fsspec store with the extended keyspace (as its hs3:// stores have)."""
 
 
-def _remote_kv() -> HFSSpecStore:
-    """A real minimalkv store that is neither a folder nor process memory."""
-    return HFSSpecStore(prefix=f"/kv-{uuid.uuid4().hex}", custom_fs=fsspec.filesystem("memory"))
+def _remote_kv(folder: pathlib.Path) -> HFSSpecStore:
+    """A real minimalkv store that is neither a FilesystemStore nor process memory."""
+    fs = DirFileSystem(str(folder), fsspec.filesystem("file", auto_mkdir=True))
+    return HFSSpecStore(prefix="", custom_fs=fs)
 
 
 # minimalkv's own deprecation of its create_store, raised inside get_store_from_url("hfs://")
@@ -87,9 +89,11 @@ def test_memory_kvstore_create_is_exclusive() -> None:
         st.get("missing")
 
 
-def test_other_kvstore_commit_needs_single_writer(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_other_kvstore_commit_needs_single_writer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
     monkeypatch.setattr(kvstore, "_warned", False)
-    kv = _remote_kv()
+    kv = _remote_kv(tmp_path)
     with pytest.warns(kvstore.KVStoreWarning, match="KARTOFRAME_ALLOW_UNSAFE_COMMITS"):
         st = ensure_store(kv)
     assert not st.supports_conditional_put
@@ -98,8 +102,10 @@ def test_other_kvstore_commit_needs_single_writer(monkeypatch: pytest.MonkeyPatc
     assert list(kv.iter_keys()) == []  # the refused write left nothing behind
 
 
-def test_other_kvstore_with_unsafe_env_or_single_writer(monkeypatch: pytest.MonkeyPatch) -> None:
-    kv = _remote_kv()
+def test_other_kvstore_with_unsafe_env_or_single_writer(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    kv = _remote_kv(tmp_path)
     monkeypatch.setenv("KARTOFRAME_ALLOW_UNSAFE_COMMITS", "1")
     kf.store_dataframes_as_dataset(kv, "ds", [DF], partition_on=["p"])
     assert sorted(kf.read_table("ds", kv)["x"]) == [10, 20, 30]

@@ -28,20 +28,7 @@ PIPELINE = pathlib.Path(__file__).parent / "data" / "plateau_pipeline.py"
 MIGRATION = ROOT / "docs" / "migration.md"
 
 #: plateau keywords kartoframe does not accept yet (function -> keywords). Shrinks only.
-KNOWN_KEYWORD_GAPS: dict[str, set[str]] = {
-    "build_dataset_indices": {"factory"},
-    "collect_dataset_metadata": {"factory"},
-    "commit_dataset": {"factory"},
-    "delete_dataset": {"factory"},
-    "garbage_collect_dataset": {"factory"},
-    "hash_dataset": {"factory", "table"},
-    "read_dataset_as_dataframes": {"factory"},
-    "read_dataset_as_dataframes__iterator": {"factory"},
-    "read_table": {"factory"},
-    "update_dataset_from_dataframes": {"factory"},
-    "update_dataset_from_dataframes__iter": {"factory"},
-    "write_single_partition": {"factory"},
-}
+KNOWN_KEYWORD_GAPS: dict[str, set[str]] = {}
 
 
 def _public_names() -> list[str]:
