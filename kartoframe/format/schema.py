@@ -143,13 +143,13 @@ def pandas_metadata(schema: pa.Schema) -> dict[str, Any] | None:
 def normalize_schema(schema: pa.Schema, partition_keys: Sequence[str] = ()) -> pa.Schema:
     """Normalise types, order columns and clean the pandas metadata of a schema.
 
-    Pandas index columns (``__index_level_0__`` and friends) are dropped: the dataset
-    schema describes columns only.
+    Pandas index columns (``__index_level_0__`` and friends, as the schema's pandas
+    metadata lists them in ``index_columns``) are dropped: the dataset schema describes
+    columns only. A column that merely has such a name (a user's column, or one written
+    without pandas metadata, e.g. by Spark) is data and is kept.
     """
     old_meta = pandas_metadata(schema) or {}
-    index_fields = {c for c in old_meta.get("index_columns", []) if isinstance(c, str)} | {
-        n for n in schema.names if n.startswith("__index_level_")
-    }
+    index_fields = {c for c in old_meta.get("index_columns", []) if isinstance(c, str)}
     records = {
         r.get("field_name", r.get("name")): r
         for r in old_meta.get("columns", [])
