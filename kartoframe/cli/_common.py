@@ -8,6 +8,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import json
+import logging
 import math
 import os
 import sys
@@ -288,8 +289,44 @@ def working(message: str) -> Iterator[None]:
 
     running = click.get_current_context(silent=True)
     ctx = None if running is None else running.find_object(Ctx)
-    with ProgressBar(message, None, enabled=ctx is not None and ctx.progress):
-        yield
+    with ProgressBar(message, None, enabled=ctx is not None and ctx.progress) as bar:
+        if not bar.active:
+            yield
+            return
+        # object-store clients retry quietly (debug records only): say so next to the message
+        notes = _RetryNotes(bar, message)
+        loggers = [logging.getLogger(name) for name in _RETRY_LOGGERS]
+        levels = [logger.level for logger in loggers]
+        for logger in loggers:
+            logger.addHandler(notes)
+            if logger.getEffectiveLevel() > logging.DEBUG:
+                logger.setLevel(logging.DEBUG)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels):
+                logger.removeHandler(notes)
+                logger.setLevel(level)
+
+
+#: Loggers whose debug records tell that a storage request is retried (s3fs, botocore).
+_RETRY_LOGGERS = ("s3fs", "botocore.retryhandler", "botocore.retries.standard")
+
+
+class _RetryNotes(logging.Handler):
+    """Turns the storage clients' retry debug records into the bar's description."""
+
+    def __init__(self, bar: Any, message: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.bar = bar
+        self.message = message
+        self.retries = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not str(record.msg).startswith(("Retry needed", "Retryable error", "Client error")):
+            return
+        self.retries += 1
+        self.bar.update(description=f"{self.message} (storage retry {self.retries})")
 
 
 def info(message: str) -> None:

@@ -154,6 +154,7 @@ def _on_a_terminal(args: list[str]) -> tuple[int, str, str]:
     return proc.returncode, stdout.decode(), b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.slow
 def test_long_operations_say_what_they_do_on_a_terminal(local_store) -> None:
     s = str(local_store)
     code, out, drawn = _on_a_terminal([s, "gc", "sales", "--dry-run", "--json"])
@@ -163,3 +164,38 @@ def test_long_operations_say_what_they_do_on_a_terminal(local_store) -> None:
     assert code == 0 and out == "Nothing to delete.\n" and drawn == ""
     code, out, drawn = _on_a_terminal([s, "delete", "geo", "--yes"])
     assert code == 0 and "deleting geo" in drawn
+
+
+@pytest.mark.slow
+def test_storage_retries_are_not_silent_on_a_terminal() -> None:
+    """An unreachable object store: the spinner says that requests are being retried."""
+    import socket
+
+    with socket.socket() as closed:  # bound, never listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
+        code, out, drawn = _on_a_terminal(
+            [
+                "s3://bucket/warehouse",
+                "--storage-option",
+                json_option("client_kwargs", {"endpoint_url": endpoint}),
+                "--storage-option",
+                json_option("config_kwargs", {"retries": {"max_attempts": 2}}),
+                "--storage-option",
+                "retries=1",
+                "--storage-option",
+                "key=testing",
+                "--storage-option",
+                "secret=testing",
+                "info",
+                "sales",
+            ]
+        )
+    assert code == EXIT_ERROR and out == ""
+    assert "reading sales in s3://bucket/warehouse" in drawn
+    assert "(storage retry 1)" in drawn
+    assert "Could not connect" in drawn  # the error itself, after the spinner
+
+
+def json_option(key: str, value: object) -> str:
+    return f"{key}={json.dumps(value)}"
