@@ -10,12 +10,9 @@ the written files and raises if any task failed.
 
 from __future__ import annotations
 
-import dataclasses
 import uuid as _uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-
-import pandas as pd
 
 from kartoframe.api._args import (
     StoreInput,
@@ -38,8 +35,7 @@ from kartoframe.errors import (
 )
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format import naming
-from kartoframe.format.dataset import LoadedDataset
-from kartoframe.storage.resolve import bloom_columns_of, dataset_exists, load_dataset
+from kartoframe.storage.resolve import dataset_exists, load_dataset
 from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
 from kartoframe.storage.store import Store
 
@@ -49,7 +45,6 @@ __all__ = [
     "read_dataset_as_delayed",
     "store_delayed_as_dataset",
     "update_dataset_from_delayed",
-    "write_delayed_graph",
 ]
 
 
@@ -108,114 +103,6 @@ def read_dataset_as_delayed(
         read(task, dask_key_name=(f"kartoframe-read-{token}", i))
         for i, task in enumerate(plan.tasks)
     ]
-
-
-def frames_of(obj: object, what: str = "input") -> list[pd.DataFrame]:
-    """The DataFrames of one delayed input (plateau's accepted shapes, see module doc)."""
-    if obj is None:
-        return []
-    if isinstance(obj, pd.DataFrame):
-        return [obj]
-    if isinstance(obj, Mapping):
-        if "data" in obj:
-            return frames_of(obj["data"], what)
-        if len(obj) == 1:
-            return frames_of(next(iter(obj.values())), what)
-        raise InvalidInputError(
-            f"{what}: a dict must be {{'data': df}} or {{table: df}} (one table), got keys "
-            f"{sorted(map(str, obj))}."
-        )
-    if isinstance(obj, list | tuple):
-        return [df for item in obj for df in frames_of(item, what)]
-    raise InvalidTypeError(f"{what} must compute to a DataFrame, got {type(obj).__name__}.")
-
-
-@dataclasses.dataclass(frozen=True)
-class _ItemsWriter:
-    """A write task: every DataFrame of one input through the partition writer."""
-
-    writer: Any
-
-    def __call__(self, obj: object, number: int) -> list[Any]:
-        from kartoframe.execution.dask_engine import WriteFailure
-
-        try:
-            frames = frames_of(obj, f"delayed input {number}")
-        except Exception as e:
-            return [WriteFailure(e, f"delayed input {number}")]
-        return [self.writer(df, number) for df in frames]
-
-    def __dask_tokenize__(self) -> tuple[str, str]:
-        return (type(self).__name__, self.writer.token)
-
-
-def _commit_all(committer: Any, outcomes: Sequence[Sequence[Any]]) -> Any:
-    return committer([o for items in outcomes for o in items])
-
-
-def write_delayed_graph(
-    parts: Sequence[Any],
-    st: Store,
-    uuid: str,
-    *,
-    base: LoadedDataset | None,
-    partition_on: list[str],
-    secondary_indices: list[str],
-    index_columns: list[str],
-    serializer: ParquetSerializer,
-    sort_partitions_by: list[str],
-    metadata: Mapping[str, Any] | None,
-    storage_format: str,
-    table_name: str,
-    expect_absent: bool,
-    remove_labels: set[str] | None = None,
-    create_or_update: bool = False,
-) -> Any:
-    """A ``Delayed``: one write task per element of ``parts``, then one commit."""
-    from dask.delayed import delayed
-
-    from kartoframe.execution import dask_engine as de
-
-    token = _uuid.uuid4().hex
-    writer = de.PartitionWriter(
-        store=st,
-        dataset_uuid=uuid,
-        table_name=table_name,
-        partition_on=tuple(partition_on),
-        index_columns=tuple(index_columns),
-        serializer=serializer,
-        sort_partitions_by=tuple(sort_partitions_by),
-        base_schema=base.schema if base is not None else None,
-        token=token,
-        bloom_filter_columns=bloom_columns_of(base),
-    )
-    kwargs: dict[str, Any] = {
-        "partition_on": partition_on,
-        "secondary_indices": secondary_indices,
-        "metadata": metadata,
-        "storage_format": storage_format,
-        "table_name": table_name,
-        "expect_absent": expect_absent,
-    }
-    if remove_labels:
-        kwargs["remove_labels"] = remove_labels
-    if create_or_update:  # an update of a missing dataset lands as an append if it appears
-        kwargs["create_or_update"] = True
-    committer = de.Committer(
-        store=st,
-        dataset_uuid=uuid,
-        base=base,
-        commit_kwargs=kwargs,
-        result=DatasetMetadataResult,
-        token=token,
-    )
-    write = delayed(_ItemsWriter(writer), pure=True)
-    outcomes = [
-        write(p, i, dask_key_name=(f"kartoframe-write-{token}", i)) for i, p in enumerate(parts)
-    ]
-    return delayed(_commit_all, pure=True)(
-        committer, outcomes, dask_key_name=f"kartoframe-commit-{token}"
-    )
 
 
 def _tasks(delayed_tasks: object) -> list[Any]:
@@ -284,8 +171,11 @@ def store_delayed_as_dataset(
         raise InvalidTypeError("overwrite must be a bool.")
     if dataset_exists(st, uuid) and not overwrite:
         raise DatasetExistsError(uuid)
+    from kartoframe.execution.delayed_write import write_delayed_graph
+
     return write_delayed_graph(
         parts,
+        DatasetMetadataResult,
         st,
         uuid,
         base=None,
@@ -359,8 +249,11 @@ def update_dataset_from_delayed(
     all_idx = sorted(set(sidx) | (base.metadata.index_columns - set(pon) if base else set()))
     remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
     existing = base.metadata.metadata if base is not None else {}
+    from kartoframe.execution.delayed_write import write_delayed_graph
+
     return write_delayed_graph(
         parts,
+        DatasetMetadataResult,
         st,
         uuid,
         base=base,
