@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import uuid
 import warnings
 from functools import partial
 
@@ -126,3 +127,33 @@ def test_kvstore_refusing_keys_and_bad_factories() -> None:
         ensure_store(lambda: 42)
     with pytest.raises(kf.InvalidTypeError, match="not a key-value store"):
         kvstore.store_from_kvstore(object())
+
+
+@pytest.mark.s3
+@pytest.mark.interop
+def test_minimalkv_s3_store_single_writer(s3_server: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """plateau's hs3:// store object (minimalkv HBoto3Store) on the S3 server, both ways."""
+    import boto3
+    import plateau.api.dataset as pl
+    from minimalkv._hstores import HBoto3Store
+
+    resource = boto3.resource(
+        "s3",
+        endpoint_url=s3_server,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    bucket = resource.create_bucket(Bucket=f"kv-{uuid.uuid4().hex[:20]}")
+    kv = HBoto3Store(bucket, object_prefix="data")
+    factory = partial(lambda: kv)
+    with pytest.raises(kf.StorageError, match="KARTOFRAME_ALLOW_UNSAFE_COMMITS"):
+        kf.store_dataframes_as_dataset(factory, "ds", [DF], partition_on=["p"])
+    single = kvstore.store_from_kvstore(kv, single_writer=True)
+    kf.store_dataframes_as_dataset(single, "ds", [DF], partition_on=["p"], secondary_indices=["x"])
+    assert kf.read_table("ds", factory, predicates=[[("x", "==", 30)]])["s"].tolist() == ["c"]
+    # plateau reads what kartoframe wrote through the same store, and the other way round
+    assert sorted(pl.read_table("ds", factory)["x"]) == [10, 20, 30]
+    pl.store_dataframes_as_dataset(store=factory, dataset_uuid="pl", dfs=[DF], partition_on=["p"])
+    kf.update_dataset_from_dataframes([DF], single, "pl", delete_scope=[{"p": 1}])
+    assert sorted(pl.read_table("pl", factory)["x"]) == [10, 20, 30, 30]
