@@ -115,6 +115,7 @@ from kartoframe.errors import (
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.cube import Cube
 from kartoframe.plan.conditions import C, Condition, Conjunction
+from kartoframe.storage.csv_files import CsvSerializer
 from kartoframe.storage.store import Store
 
 __version__ = "0.1.0"
@@ -124,6 +125,7 @@ __all__ = [
     "CommitConflictError",
     "CorruptDataError",
     "CorruptMetadataError",
+    "CsvSerializer",
     "DatasetExistsError",
     "DatasetMetadata",
     "DatasetMetadataResult",

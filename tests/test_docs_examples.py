@@ -66,6 +66,7 @@ MODULES = [
     "kartoframe.api.history",
     "kartoframe.api.read",
     "kartoframe.api.write",
+    "kartoframe.storage.csv_files",
     "kartoframe.storage.store",
 ]
 

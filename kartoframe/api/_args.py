@@ -8,12 +8,14 @@ from typing import Any
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format import naming
+from kartoframe.storage.csv_files import CsvSerializer
 from kartoframe.storage.store import Store, ensure_store
 
 StoreInput = Store | str | Callable[[], Any]
 
 __all__ = [
     "StoreInput",
+    "any_serializer_arg",
     "check_columns_arg",
     "check_format",
     "check_uuid",
@@ -64,14 +66,27 @@ def check_columns_arg(columns: object) -> list[str] | None:
 
 
 def serializer_arg(df_serializer: object) -> ParquetSerializer:
-    """Validate ``df_serializer``."""
+    """Validate ``df_serializer`` (Parquet only: the dask, delayed and Spark writes)."""
     if df_serializer is None:
         return ParquetSerializer()
     if isinstance(df_serializer, ParquetSerializer):
         return df_serializer
+    if isinstance(df_serializer, CsvSerializer):
+        raise InvalidInputError(
+            "CsvSerializer is accepted by the eager writes only (store_dataframes_as_dataset, "
+            "update_dataset_from_dataframes, their __iter variants, write_single_partition); "
+            "use the ParquetSerializer here."
+        )
     raise InvalidTypeError(
         f"df_serializer must be a kartoframe.ParquetSerializer, got {type(df_serializer).__name__}."
     )
+
+
+def any_serializer_arg(df_serializer: object) -> ParquetSerializer | CsvSerializer:
+    """Validate ``df_serializer`` of an eager write: Parquet or CSV."""
+    if isinstance(df_serializer, CsvSerializer):
+        return df_serializer
+    return serializer_arg(df_serializer)
 
 
 def check_metadata_version(version: object) -> None:

@@ -10,11 +10,11 @@ import pyarrow as pa
 
 from kartoframe.api._args import (
     StoreInput,
+    any_serializer_arg,
     check_format,
     check_metadata_version,
     check_uuid,
     ensure_store,
-    serializer_arg,
     str_list,
 )
 from kartoframe.api.compat import resolve_factory
@@ -51,6 +51,7 @@ from kartoframe.plan.predicates import bind
 from kartoframe.plan.pruning import prune
 from kartoframe.plan.scan import required_index_columns
 from kartoframe.plan.write import check_write_columns
+from kartoframe.storage.csv_files import CsvSerializer
 from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import (
     bloom_columns_of,
@@ -188,7 +189,7 @@ def store_dataframes_as_dataset__iter(
     dataset_uuid: str,
     metadata: MetadataArg = None,
     partition_on: Sequence[str] | None = None,
-    df_serializer: ParquetSerializer | None = None,
+    df_serializer: ParquetSerializer | CsvSerializer | None = None,
     overwrite: bool = False,
     metadata_storage_format: str = "json",
     metadata_version: int = 4,
@@ -213,7 +214,7 @@ def store_dataframes_as_dataset__iter(
     naming.validate_name(table_name, "table_name")
     pon = str_list(partition_on, "partition_on")
     sidx = str_list(secondary_indices, "secondary_indices")
-    ser = serializer_arg(df_serializer)
+    ser = any_serializer_arg(df_serializer)
     evolution = _evolution_arg(schema_evolution)
     if _already_committed(st, uuid, app_id, app_version):
         return DatasetMetadataResult(uuid, st)
@@ -301,7 +302,7 @@ def store_dataframes_as_dataset(
     dfs: Sequence[pd.DataFrame],
     metadata: MetadataArg = None,
     partition_on: Sequence[str] | None = None,
-    df_serializer: ParquetSerializer | None = None,
+    df_serializer: ParquetSerializer | CsvSerializer | None = None,
     overwrite: bool = False,
     secondary_indices: Sequence[str] | None = None,
     metadata_storage_format: str = "json",
@@ -328,7 +329,8 @@ def store_dataframes_as_dataset(
     partition_on
         Columns to partition by (hive-style directories; removed from the files).
     df_serializer
-        :class:`kartoframe.ParquetSerializer` (compression, row-group size).
+        :class:`kartoframe.ParquetSerializer` (compression, row-group size), or
+        :class:`kartoframe.CsvSerializer` for CSV files as plateau's.
     overwrite
         Replace an existing dataset (its old files become garbage).
     secondary_indices
@@ -407,7 +409,7 @@ def update_dataset_from_dataframes__iter(
     dataset_uuid: str | None = None,
     delete_scope: Sequence[Mapping[str, Any]] | None = None,
     metadata: MetadataArg = None,
-    df_serializer: ParquetSerializer | None = None,
+    df_serializer: ParquetSerializer | CsvSerializer | None = None,
     metadata_merger: Callable[..., Any] | None = None,
     default_metadata_version: int = 4,
     partition_on: Sequence[str] | None = None,
@@ -454,7 +456,7 @@ def update_dataset_from_dataframes__iter(
     sidx = str_list(secondary_indices, "secondary_indices")
     all_idx = sorted(set(sidx) | (base.metadata.index_columns - set(pon) if base else set()))
     remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
-    ser = serializer_arg(df_serializer)
+    ser = any_serializer_arg(df_serializer)
     chunks: list[ChunkResult] = []
     try:
         for i, df in enumerate(df_generator):
@@ -539,7 +541,7 @@ def update_dataset_from_dataframes(
     dataset_uuid: str | None = None,
     delete_scope: Sequence[Mapping[str, Any]] | None = None,
     metadata: MetadataArg = None,
-    df_serializer: ParquetSerializer | None = None,
+    df_serializer: ParquetSerializer | CsvSerializer | None = None,
     metadata_merger: Callable[..., Any] | None = None,
     default_metadata_version: int = 4,
     partition_on: Sequence[str] | None = None,
@@ -569,7 +571,7 @@ def update_dataset_from_dataframes(
     metadata
         User metadata merged over the existing metadata (``creation_time`` kept).
     df_serializer
-        :class:`kartoframe.ParquetSerializer`.
+        :class:`kartoframe.ParquetSerializer` or :class:`kartoframe.CsvSerializer`.
     metadata_merger
         Accepted for plateau compatibility; metadata is merged key by key.
     default_metadata_version
@@ -696,7 +698,7 @@ def write_single_partition(
     store: StoreInput | None,
     dataset_uuid: str | None,
     data: pd.DataFrame,
-    df_serializer: ParquetSerializer | None = None,
+    df_serializer: ParquetSerializer | CsvSerializer | None = None,
     metadata_version: int = 4,
     partition_on: Sequence[str] | None = None,
     secondary_indices: Sequence[str] | None = None,
@@ -731,7 +733,7 @@ def write_single_partition(
         table_name=table_name or base.metadata.table_name,
         partition_on=pon,
         index_columns=idx,
-        serializer=serializer_arg(df_serializer),
+        serializer=any_serializer_arg(df_serializer),
         origin="data",
         bloom_filter_columns=bloom_columns_of(base),
     )

@@ -9,7 +9,7 @@ import pyarrow as pa
 
 from kartoframe.format.convert import pandas_read_schema, table_to_frame
 from kartoframe.plan.scan import ReadTask, ScanPlan
-from kartoframe.storage.parquet import read_files
+from kartoframe.storage.csv_files import read_data_files
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -38,7 +38,7 @@ def read_task_table(
     pk = plan.partition_keys
     # categoricals (not partition keys, which come from paths) keep the files' dictionaries
     cats = tuple(c for c in plan.categoricals if c not in pk)
-    return read_files(
+    return read_data_files(
         store,
         [f.key for f in task.files],
         pandas_read_schema(plan.schema, cats) if for_pandas else plan.schema,

@@ -58,6 +58,7 @@ from kartoframe.storage.commit import (
     commit_transaction,
     committed_version,
 )
+from kartoframe.storage.csv_files import CsvSerializer, csv_key, write_csv
 from kartoframe.storage.parquet import write_table
 from kartoframe.storage.resolve import load_indices, load_statistics
 from kartoframe.storage.store import Store
@@ -141,7 +142,7 @@ def write_chunk(
     table_name: str = "table",
     partition_on: Sequence[str] = (),
     index_columns: Sequence[str] = (),
-    serializer: ParquetSerializer | None = None,
+    serializer: ParquetSerializer | CsvSerializer | None = None,
     sort_partitions_by: Sequence[str] = (),
     origin: str = "",
     max_workers: int = 4,
@@ -176,14 +177,19 @@ def write_chunk(
         label = plan.labels[i]
         rows = plan.rows(i)
         key = naming.data_key(dataset_uuid, table_name, label)
-        keys.append(key)
-        size = write_table(
-            store,
-            key,
-            storage_table(rows),
-            compression=serializer.compression.lower() if serializer.compression else None,
-            row_group_size=serializer.chunk_size,
-        )
+        if isinstance(serializer, CsvSerializer):
+            key = csv_key(key, serializer)
+            keys.append(key)
+            size = write_csv(store, key, rows, serializer)
+        else:
+            keys.append(key)
+            size = write_table(
+                store,
+                key,
+                storage_table(rows),
+                compression=serializer.compression.lower() if serializer.compression else None,
+                row_group_size=serializer.chunk_size,
+            )
         pairs = {c: index_value_pairs(c, rows[c], label) for c in index_columns}
         stats = None
         if candidates is not None:

@@ -145,3 +145,86 @@ def test_categoricals_keep_the_declared_categories(tmp_path, writer: str) -> Non
     # predicates on the column still apply
     sel = kf.read_table("ds", url, categoricals=["c"], predicates=[[("c", "in", ["b", "z"])]])
     assert sel["c"].tolist() == ["b", "b"] and list(sel["c"].cat.categories) == declared
+
+
+# -- CSV data files (CsvSerializer) ----------------------------------------------------------
+def _csv_frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "p": [1, 1, 2],
+            "q": ["a;b", 'x"y\nz', None],
+            "x": [1.5, 2.0, None],
+            "i": [1, 2, BIG],
+            "t": pd.to_datetime(
+                ["2020-01-01", "2020-01-02 03:04:05.5", "2021-01-01"], format="ISO8601"
+            ).as_unit("us"),
+            "b": [True, False, True],
+        }
+    )
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_kartoframe_reads_plateau_csv_datasets(tmp_path, compress: bool) -> None:
+    from plateau.serialization import CsvSerializer
+
+    url = str(tmp_path / "store")
+    df = _csv_frame()
+    plateau.store_dataframes_as_dataset(
+        store=f"hfs://{url}",
+        dataset_uuid="ds",
+        dfs=[df],
+        partition_on=["p"],
+        df_serializer=CsvSerializer(compress=compress),
+        secondary_indices=["i"],
+    )
+    suffix = ".csv.gz" if compress else ".csv"
+    assert all(k.endswith(suffix) for k in kf.read_dataset_metadata("ds", url).partitions.values())
+    got = kf.read_table("ds", url)
+    # typed by the dataset schema (plateau's own reader returns the timestamps as strings)
+    pd.testing.assert_frame_equal(got[df.columns], df, check_dtype=False)
+    assert got["t"].dtype.kind == "M" and got["i"].dtype == "int64"
+    assert kf.read_table("ds", url, predicates=[[("i", "==", BIG)]])["p"].tolist() == [2]
+    assert kf.read_table("ds", url, columns=["x"], predicates=[[("b", "==", False)]])[
+        "x"
+    ].tolist() == [2.0]
+    # a Parquet update: the dataset holds both formats, read in one go
+    kf.update_dataset_from_dataframes([df.assign(p=3)], url, "ds")
+    both = kf.read_table("ds", url)
+    assert sorted(both["p"]) == [1, 1, 2, 3, 3, 3]
+    assert both.loc[both["p"] == 3, "i"].tolist() == [1, 2, BIG]
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_plateau_reads_kartoframe_csv_datasets(tmp_path, compress: bool) -> None:
+    url = str(tmp_path / "store")
+    df = _csv_frame()
+    kf.store_dataframes_as_dataset(
+        url, "ds", [df], partition_on=["p"], df_serializer=kf.CsvSerializer(compress=compress)
+    )
+    kf.update_dataset_from_dataframes(
+        [df.assign(p=5)], url, "ds", df_serializer=kf.CsvSerializer(compress=compress)
+    )
+    suffix = ".csv.gz" if compress else ".csv"
+    keys = kf.read_dataset_metadata("ds", url).partitions.values()
+    assert len(keys) == 3 and all(k.endswith(suffix) for k in keys)
+    theirs = plateau.read_table("ds", f"hfs://{url}").sort_values(["p", "x"], ignore_index=True)
+    ours = kf.read_table("ds", url).sort_values(["p", "x"], ignore_index=True)
+    for c in ["p", "x", "i", "b"]:
+        pd.testing.assert_series_equal(theirs[c], ours[c], check_dtype=False)
+    assert theirs["q"].dropna().tolist() == ours["q"].dropna().tolist() == ["a;b", 'x"y\nz'] * 2
+    assert pd.to_datetime(theirs["t"], format="ISO8601").tolist() == ours["t"].tolist()
+
+
+def test_csv_serializer_arguments(tmp_path) -> None:
+    url = str(tmp_path / "store")
+    with pytest.raises(kf.InvalidTypeError, match="compress"):
+        kf.CsvSerializer(compress="yes")  # type: ignore[arg-type]
+    nested = pd.DataFrame({"p": [1], "l": [[1, 2]]})
+    with pytest.raises(kf.SchemaError, match="CsvSerializer cannot store"):
+        kf.store_dataframes_as_dataset(url, "ds", [nested], df_serializer=kf.CsvSerializer())
+    assert not kf.Store(url).exists("ds.by-dataset-metadata.json")
+    assert list(kf.Store(url).iter_keys()) == []  # nothing left behind
+    dask_dataframe = pytest.importorskip("dask.dataframe")
+    ddf = dask_dataframe.from_pandas(_csv_frame(), npartitions=1)
+    with pytest.raises(kf.InvalidInputError, match="eager writes only"):
+        kf.store_dataset_from_ddf(ddf, url, "ds", df_serializer=kf.CsvSerializer())

@@ -1,0 +1,235 @@
+"""CSV data files, as Kartothek's and plateau's ``CsvSerializer`` writes them.
+
+Format (plateau 4.6.2): ``pandas.DataFrame.to_csv(index=False, sep=";")``, UTF-8, a
+header row, gzip-compressed by default; the key ends in ``.csv.gz`` (``.csv`` when not
+compressed) instead of ``.parquet``. Partition columns are in the path, not in the file.
+
+Reading uses pyarrow's CSV reader typed by the dataset schema (plateau's reader lets
+pandas guess the types, so timestamps come back as strings there): an empty field is a
+null, as ``pandas.read_csv`` reads it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.dataset as ds
+
+from kartoframe.errors import (
+    CorruptDataError,
+    InvalidTypeError,
+    KartoframeError,
+    MissingDataFileError,
+    SchemaError,
+)
+from kartoframe.format.arrow_memory import reader
+from kartoframe.format.naming import PARQUET_SUFFIX
+from kartoframe.storage.parquet import read_files
+from kartoframe.storage.store import Store
+
+__all__ = [
+    "CSV_SUFFIXES",
+    "CsvSerializer",
+    "csv_key",
+    "is_csv_key",
+    "read_csv_files",
+    "read_data_files",
+    "write_csv",
+]
+
+CSV_SUFFIXES = (".csv", ".csv.gz")
+SEPARATOR = ";"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CsvSerializer:
+    """Write data files as CSV (plateau's and Kartothek's ``CsvSerializer``).
+
+    For datasets that must stay readable by tools expecting CSV files; Parquet
+    (:class:`kartoframe.ParquetSerializer`, the default) is smaller, typed and faster.
+    Files are ``;``-separated with a header row, written by pandas as plateau does, and
+    readable by plateau and kartothek.
+
+    Parameters
+    ----------
+    compress
+        gzip the files (``.csv.gz``; default, as plateau), else plain ``.csv``.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> url = "memory://csv-example"
+    >>> df = pd.DataFrame({"p": [1, 2], "x": [0.5, 1.5]})
+    >>> _ = kf.store_dataframes_as_dataset(
+    ...     url, "ds", [df], partition_on=["p"], df_serializer=kf.CsvSerializer(compress=False)
+    ... )
+    >>> sorted(kf.read_dataset_metadata("ds", url).partitions.values())[0].endswith(".csv")
+    True
+    >>> kf.read_table("ds", url)["x"].tolist()
+    [0.5, 1.5]
+    """
+
+    compress: bool = True
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.compress, bool):
+            raise InvalidTypeError(f"compress must be a bool, got {self.compress!r}.")
+
+
+def is_csv_key(key: str) -> bool:
+    """Whether a data key names a CSV file (``.csv`` or ``.csv.gz``)."""
+    return key.endswith(CSV_SUFFIXES)
+
+
+def csv_key(parquet_key: str, serializer: CsvSerializer) -> str:
+    """The CSV key of a data key (``….parquet`` -> ``….csv.gz`` / ``….csv``)."""
+    base = (
+        parquet_key[: -len(PARQUET_SUFFIX)] if parquet_key.endswith(PARQUET_SUFFIX) else parquet_key
+    )
+    return base + (".csv.gz" if serializer.compress else ".csv")
+
+
+def write_csv(store: Store, key: str, table: pa.Table, serializer: CsvSerializer) -> int:
+    """Write a table as one CSV object (as plateau does); return its size in bytes.
+
+    Raises
+    ------
+    SchemaError
+        A column has a type CSV cannot hold (lists, structs, maps, binary).
+    """
+    bad = [
+        f.name
+        for f in table.schema
+        if pa.types.is_nested(f.type)
+        or pa.types.is_binary(f.type)
+        or pa.types.is_large_binary(f.type)
+    ]
+    if bad:
+        raise SchemaError(
+            f"CsvSerializer cannot store the columns {bad} (nested or binary values); "
+            "use the ParquetSerializer."
+        )
+    df = table.to_pandas(coerce_temporal_nanoseconds=True)
+    data = df.to_csv(index=False, sep=SEPARATOR).encode("utf-8")
+    if serializer.compress:
+        data = gzip.compress(data, mtime=0)
+    store.put(key, data)
+    return len(data)
+
+
+def _csv_format(schema: pa.Schema) -> ds.CsvFileFormat:
+    types = {f.name: f.type for f in schema if not pa.types.is_null(f.type)}
+    return ds.CsvFileFormat(
+        parse_options=pacsv.ParseOptions(delimiter=SEPARATOR, newlines_in_values=True),
+        convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
+        read_options=pacsv.ReadOptions(encoding="utf8"),
+    )
+
+
+def read_csv_files(
+    store: Store,
+    keys: Sequence[str],
+    schema: pa.Schema,
+    *,
+    partition_values: Sequence[Sequence[tuple[str, Any]]] | None = None,
+    columns: Sequence[str] | None = None,
+    filter: pc.Expression | None = None,
+    use_threads: bool = True,
+) -> pa.Table:
+    """Read CSV objects as one table with the dataset ``schema`` (as
+    :func:`kartoframe.storage.parquet.read_files` reads Parquet).
+
+    Raises
+    ------
+    MissingDataFileError
+        A key does not exist.
+    CorruptDataError
+        A file cannot be parsed with the dataset's types.
+    """
+    cols = list(columns) if columns is not None else None
+    fmt = _csv_format(schema)
+    fragments = []
+    for i, key in enumerate(keys):
+        e: pc.Expression = pc.scalar(True)
+        for col, value in (partition_values or [()] * len(keys))[i]:
+            e = e & (pc.field(col) == pa.scalar(value, type=schema.field(col).type))
+        parts = key.split("/")
+        where = {
+            "dataset_uuid": parts[0],
+            "partition": "/".join(parts[2:-1]) if len(parts) > 3 else "",
+            "key": key,
+        }
+        try:
+            data = store.get(key)
+        except FileNotFoundError as err:
+            raise MissingDataFileError(
+                f"Data file {key!r} of dataset {parts[0]!r} in {store.display_url} is "
+                "missing: the header references it but the store has no such object.",
+                **where,
+            ) from err
+        try:
+            if key.endswith(".gz"):
+                data = gzip.decompress(data)
+            dataset = ds.FileSystemDataset(
+                [fmt.make_fragment(reader(data), partition_expression=e)], schema, fmt
+            )
+            fragments.append(dataset.to_table(columns=cols, filter=filter, use_threads=use_threads))
+        except KartoframeError:
+            raise
+        except (pa.ArrowException, OSError, EOFError, ValueError) as err:
+            if isinstance(err, pa.ArrowInvalid) and "Empty CSV file" in str(err):
+                fragments.append(_empty(schema, cols))  # a frame without columns or rows
+                continue
+            raise CorruptDataError(
+                f"Data file {key!r} of dataset {parts[0]!r} in {store.display_url} cannot be "
+                f"read as CSV with the dataset's schema: {type(err).__name__}: {err}",
+                **where,
+            ) from err
+    if not fragments:
+        return _empty(schema, cols)
+    return pa.concat_tables(fragments)
+
+
+def _empty(schema: pa.Schema, columns: list[str] | None) -> pa.Table:
+    names = columns if columns is not None else schema.names
+    return pa.schema([schema.field(c) for c in names], metadata=schema.metadata).empty_table()
+
+
+def read_data_files(
+    store: Store,
+    keys: Sequence[str],
+    schema: pa.Schema,
+    *,
+    partition_values: Sequence[Sequence[tuple[str, Any]]] | None = None,
+    columns: Sequence[str] | None = None,
+    filter: pc.Expression | None = None,
+    use_threads: bool = True,
+) -> pa.Table:
+    """Read data files of either format as one table, in order.
+
+    Parquet files (all of them, in datasets that hold no CSV) go to one multi-threaded
+    Parquet scan; runs of CSV files to :func:`read_csv_files`.
+    """
+    kwargs: dict[str, Any] = {"columns": columns, "filter": filter, "use_threads": use_threads}
+    if not any(is_csv_key(k) for k in keys):
+        return read_files(store, keys, schema, partition_values=partition_values, **kwargs)
+    pvs = list(partition_values) if partition_values is not None else [()] * len(keys)
+    tables = []
+    start = 0
+    while start < len(keys):
+        csv = is_csv_key(keys[start])
+        end = start
+        while end < len(keys) and is_csv_key(keys[end]) == csv:
+            end += 1
+        read = read_csv_files if csv else read_files
+        tables.append(
+            read(store, keys[start:end], schema, partition_values=pvs[start:end], **kwargs)
+        )
+        start = end
+    return pa.concat_tables(tables)
