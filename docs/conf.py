@@ -64,7 +64,10 @@ API_MORE_TITLE = "Not yet sorted into a section"
 #: Section title -> modules whose public names it lists (in ``kartoframe.__all__`` order).
 API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Reading datasets", ("kartoframe.api.read",)),
-    ("Writing datasets", ("kartoframe.api.write", "kartoframe.execution.write")),
+    (
+        "Writing datasets",
+        ("kartoframe.api.write", "kartoframe.execution.write", "kartoframe.storage.csv_files"),
+    ),
     ("Maintaining datasets", ("kartoframe.api.maintenance", "kartoframe.api.copy")),
     (
         "Schema and statistics",
