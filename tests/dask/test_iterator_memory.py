@@ -84,8 +84,10 @@ def test_peak_memory_is_bounded_by_the_largest_partition(tmp_path) -> None:
     # Parquet decoding needs ~2.7x the frame for this mix of columns (measured 2.66x; a
     # plain multi-threaded pq.read_table(...).to_pandas() of one file peaks at 2.9-3.7x).
     assert dropping["arrow_peak"] < 3.2 * dropping["largest"]
-    # A for-loop keeps the previous frame alive while the next one is decoded (3.66x).
-    assert holding["arrow_peak"] < 4.2 * holding["largest"]
+    # A for-loop keeps the previous frame alive while the next one is decoded. The peak
+    # depends on how Arrow's decode threads interleave: 3.59x-3.88x in four runs of one
+    # machine, so the bound leaves room (the point is the next assertion: not the dataset).
+    assert holding["arrow_peak"] < 4.8 * holding["largest"]
     # Either way far below the dataset (12 partitions).
     assert holding["arrow_peak"] < 0.5 * total
 
