@@ -201,6 +201,9 @@ def read_dataset_as_sdf(
         The dataset does not exist.
     ColumnNotFoundError, InvalidPredicateError, InvalidTypeError
         Bad columns or predicates (checked before Spark runs anything).
+    SparkPythonWorkerError
+        The read needs Python workers (object stores, files Spark cannot read exactly)
+        and a local session's workers cannot import kartoframe (see :func:`local_session`).
 
     Examples
     --------
@@ -423,6 +426,9 @@ def store_dataset_from_sdf(
         The dataset exists and ``overwrite`` is False.
     NullPartitionValueError, SchemaError, InvalidInputError
         Invalid data (raised on the driver, also when an executor found it).
+    SparkPythonWorkerError
+        A local session's Python workers cannot import kartoframe (checked before any
+        file is written; see :func:`local_session`).
 
     Examples
     --------
@@ -641,6 +647,9 @@ def query_cube_sdf(
         pyspark is not installed.
     ColumnNotFoundError, InvalidInputError, InvalidTypeError
         The query does not fit the cube (checked before Spark runs anything).
+    SparkPythonWorkerError
+        A local session's Python workers cannot import kartoframe (see
+        :func:`local_session`).
     """
     from kartoframe.api.cube import plan_cube_query
     from kartoframe.execution.spark_cube import cube_plan_to_sdf
