@@ -62,6 +62,16 @@ def test_pyarrow_integers_with_nulls_stay_integers(tmp_path) -> None:
     assert _ints(ours["y"]) == [1, None, 2**31 - 1]
 
 
+def test_declared_nullable_integers_stay_nullable_without_nulls(tmp_path) -> None:
+    """The pandas metadata says Int64: every frame gets it, with or without nulls."""
+    url = str(tmp_path / "store")
+    df = pd.DataFrame({"p": [1, 2, 2], "x": pd.array([1, 2, None], dtype="Int64")})
+    kf.store_dataframes_as_dataset(url, "ds", [df], partition_on=["p"])
+    frames = kf.read_dataset_as_dataframes("ds", url)
+    assert [str(f["x"].dtype) for f in frames] == ["Int64", "Int64"]
+    assert str(kf.read_table("ds", url, predicates=[[("p", "==", 1)]])["x"].dtype) == "Int64"
+
+
 def test_added_integer_column_is_nullable_in_old_files(tmp_path) -> None:
     """Files written before a column was added hold nulls for it: still integers."""
     url = str(tmp_path / "store")
@@ -187,6 +197,7 @@ def test_kartoframe_reads_plateau_csv_datasets(tmp_path, compress: bool) -> None
     assert kf.read_table("ds", url, columns=["x"], predicates=[[("b", "==", False)]])[
         "x"
     ].tolist() == [2.0]
+    assert len(kf.read_dataset_as_ddf("ds", url).compute(scheduler="sync")) == 3
     # a Parquet update: the dataset holds both formats, read in one go
     kf.update_dataset_from_dataframes([df.assign(p=3)], url, "ds")
     both = kf.read_table("ds", url)
