@@ -14,8 +14,10 @@ import subprocess
 import sys
 import textwrap
 
+import pandas as pd
 import pytest
 
+import kartoframe as kf
 import kartoframe.spark as kfs
 from kartoframe.errors import InvalidInputError, SparkPythonWorkerError
 from kartoframe.execution import spark_engine
@@ -73,12 +75,16 @@ def test_check_raises_before_the_job(spark, tmp_path: pathlib.Path, monkeypatch)
     if not _without_kartoframe(NO_KARTOFRAME_PYTHON, tmp_path):
         pytest.skip(f"needs {NO_KARTOFRAME_PYTHON} without kartoframe")
     monkeypatch.chdir(tmp_path)
+    cube = kf.Cube(dimension_columns=("x",), partition_columns=("p",), uuid_prefix="c")
+    kf.build_cube(data=pd.DataFrame({"x": [1, 2], "p": [0, 1]}), cube=cube, store="./cube")
     spark_engine.check_python_workers(spark)
     monkeypatch.setattr(spark.sparkContext, "pythonExec", NO_KARTOFRAME_PYTHON)
     with pytest.raises(SparkPythonWorkerError, match="local_session") as info:
         kfs.store_dataset_from_sdf(spark.range(3), str(tmp_path / "s"), "ds")
     assert NO_KARTOFRAME_PYTHON in str(info.value)
     assert not (tmp_path / "s").exists()
+    with pytest.raises(SparkPythonWorkerError):
+        kfs.query_cube_sdf(spark, cube, "./cube")
 
 
 @pytest.mark.parametrize("cores", [0, -1, 1.5, True])
