@@ -322,8 +322,9 @@ def write_result(result: QueryResult, fmt: str, output: str | None, limit: int |
     "--where",
     multiple=True,
     metavar="CONDITION",
-    help="Row condition, e.g. 'x > 1', \"country in (DE, FR)\", 'day >= 2024-01-31'; "
-    "repeat it or join with 'and'. Values are read with the column's type.",
+    help="Row condition, e.g. 'x > 1 or y is null', \"country not in (DE, FR)\", "
+    "'day >= 2024-01-31 and flag == true'; repeated options are and-ed. Values are read "
+    "with the column's type; a condition that does not parse shows the grammar.",
 )
 @click.option(
     "-c",
@@ -376,15 +377,17 @@ def query_command(
 ) -> None:
     r"""Read the rows of a dataset or a cube that match conditions.
 
-    Partitions, secondary indices and statistics prune the files read; for a cube the
-    seed defines the cells and the other datasets are joined (see docs/cubes.md). Tables
-    on a terminal show the first 100 rows unless --limit is given; csv, json and parquet
-    write everything.
+    Partitions, secondary indices and statistics prune the files read, and reading stops
+    once --limit rows are found; with --partition-by, --limit applies to each group. For a
+    cube the seed defines the cells and the other datasets are joined (docs/cubes.md). A table
+    shows the first 100 rows unless --limit is given; csv, json, parquet and a table
+    written with --output hold every row.
 
     \b
     Examples:
       kartoframe ./data query sales --where "country == DE" --columns day,units
       kartoframe ./data query sales -w "units > 5 and day >= 2024-01-02" -n 10
+      kartoframe ./data query sales -w "country == IT or units is null"
       kartoframe ./data query sales -w "country in (DE, FR)" --format csv > out.csv
       kartoframe ./data query geo --where "COUNTRY_CODE == DE" --partition-by YEAR
       kartoframe ./data query geo -c SALES --format parquet --output geo.parquet
