@@ -107,8 +107,7 @@ def reserved_table_reason(name: object) -> str | None:
 
 
 def validate_name(name: object, what: str) -> str:
-    """Validate a table name (same character rules as uuids; ``_kartoframe`` and
-    ``indices`` are reserved)."""
+    """Validate a table name (uuid characters; ``_kartoframe`` and ``indices`` are reserved)."""
     if not isinstance(name, str) or not _TABLE_RE.fullmatch(name):
         raise InvalidUUIDError(
             f"Invalid {what} {name!r}: only letters, digits, '+', '-' and '_' are allowed."

@@ -597,7 +597,7 @@ class Store:
         for k in keys:
             try:
                 self.delete(k)
-            except Exception as e:  # noqa: BLE001  (collected, raised below)
+            except Exception as e:  # collected, raised below
                 failed.append((k, e))
         if failed:
             listed = "; ".join(f"{k!r}: {e}" for k, e in failed[:10])
