@@ -211,6 +211,54 @@ def stamp_header(
     return with_kartoframe_section(header, section)
 
 
+#: Key of ``kartoframe.log`` holding the SHA-256 of the JSON header file's own bytes
+#: (computed with the value empty): a committer notices a header edited by hand
+#: without reading the log.
+FILE_DIGEST_KEY = "file_sha256"
+_EMPTY_DIGEST = b'"' + FILE_DIGEST_KEY.encode() + b'":""'
+
+
+def _digest_field(digest: str) -> bytes:
+    return b'"' + FILE_DIGEST_KEY.encode() + b'":"' + digest.encode("ascii") + b'"'
+
+
+def seal_header(header: DatasetHeader) -> tuple[DatasetHeader, bytes]:
+    """The stamped header with its file digest, and its encoded bytes.
+
+    JSON headers carry the SHA-256 of their own bytes (taken with the digest empty) in
+    ``kartoframe.log.file_sha256``; msgpack headers (compressed) are returned as they are.
+    """
+    section = kartoframe_section(header)
+    stamp = section.get("log")
+    if header.storage_format != "json" or not isinstance(stamp, Mapping):
+        return header, encode_header(header)
+    section["log"] = {**stamp, FILE_DIGEST_KEY: ""}
+    blank = with_kartoframe_section(header, section)
+    data = encode_header(blank)
+    if data.count(_EMPTY_DIGEST) != 1:  # the pattern also occurs in user content
+        return header, encode_header(header)
+    digest = bytes_digest(data)
+    section["log"] = {**stamp, FILE_DIGEST_KEY: digest}
+    return with_kartoframe_section(header, section), data.replace(
+        _EMPTY_DIGEST, _digest_field(digest), 1
+    )
+
+
+def sealed_intact(header: DatasetHeader, raw: bytes) -> bool | None:
+    """Whether header file bytes ``raw`` are exactly as sealed by their committer.
+
+    None: the header carries no file digest (msgpack, or an older writer).
+    """
+    stamp = kartoframe_section(header).get("log")
+    digest = stamp.get(FILE_DIGEST_KEY) if isinstance(stamp, Mapping) else None
+    if not isinstance(digest, str) or not _SHA_RE.match(digest):
+        return None
+    field = _digest_field(digest)
+    if raw.count(field) != 1:
+        return False
+    return bytes_digest(raw.replace(field, _EMPTY_DIGEST, 1)) == digest
+
+
 def _check_protocol(value: object, where: str, name: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool):
         raise CorruptMetadataError(f"Corrupt {where}: {name!r} must be an integer.")
@@ -270,6 +318,13 @@ class LogEntry:
         True for a snapshot of a header written by another program (plateau).
     foreign_sha256
         Digest of that foreign header's bytes.
+    new
+        For a reset: the labels this version added (None: all of ``add``).
+    header_file_sha256
+        Digest of the header file's bytes as the committer wrote them (None in entries
+        of older writers and in external ones): a committer compares the stored header
+        with it, cheaply, to notice a header edited by hand or by another program
+        that kept the ``kartoframe`` map.
     """
 
     version: int
@@ -293,6 +348,7 @@ class LogEntry:
     external: bool = False
     foreign_sha256: str | None = None
     new: tuple[str, ...] | None = None
+    header_file_sha256: str | None = None
 
     @property
     def added_labels(self) -> tuple[str, ...]:
@@ -444,6 +500,8 @@ def encode_entry(entry: LogEntry) -> bytes:
     }
     if entry.new is not None:
         doc["new"] = list(entry.new)
+    if entry.header_file_sha256 is not None:
+        doc["header_file_sha256"] = entry.header_file_sha256
     return _dumps(doc, f"log entry {entry.version}")
 
 
@@ -583,6 +641,9 @@ def decode_entry(data: bytes, dataset_uuid: str, version: int) -> LogEntry:
         r.fail("external", "a boolean", external)
     foreign = r.opt("foreign_sha256", str, "a hex digest or null")
     new = r.opt("new", list, "a list of labels or null")
+    file_sha = r.opt("header_file_sha256", str, "a hex digest or null")
+    if file_sha is not None and not _SHA_RE.match(file_sha):
+        r.fail("header_file_sha256", "a hex SHA-256 digest", file_sha)
     return LogEntry(
         version=version,
         timestamp=timestamp,
@@ -605,6 +666,7 @@ def decode_entry(data: bytes, dataset_uuid: str, version: int) -> LogEntry:
         external=external,
         foreign_sha256=foreign,
         new=tuple(_check_label(lb, r, "new") for lb in new) if new is not None else None,
+        header_file_sha256=file_sha,
     )
 
 

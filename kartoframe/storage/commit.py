@@ -58,7 +58,7 @@ from kartoframe.errors import (
 from kartoframe.format import naming, txlog
 from kartoframe.format.commit_args import already_committed
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.header import DatasetHeader, encode_header
+from kartoframe.format.header import DatasetHeader
 from kartoframe.format.schema import schema_to_bytes
 from kartoframe.format.txlog import LogEntry
 from kartoframe.storage import log
@@ -424,7 +424,7 @@ def commit_transaction(
         txn = dict(parent.txn)
         if intent.app_id is not None and intent.app_version is not None:
             txn[intent.app_id] = intent.app_version
-        header = txlog.stamp_header(built.header, version, ts, txn)
+        header, header_bytes = txlog.seal_header(txlog.stamp_header(built.header, version, ts, txn))
         schema_bytes = built.schema_bytes
         entry = txlog.make_entry(
             version=version,
@@ -445,6 +445,7 @@ def commit_transaction(
         )
         if entry.reset and entry.schema is None:
             entry = dataclasses.replace(entry, schema=_state_schema(store, built))
+        entry = dataclasses.replace(entry, header_file_sha256=txlog.bytes_digest(header_bytes))
         data = txlog.encode_entry(entry)
         moved, stored_version = _stored_moved(store, dataset_uuid, parent)
         if moved or not _claim(store, txlog.entry_key(dataset_uuid, version), data, version):
@@ -458,6 +459,7 @@ def commit_transaction(
             store,
             dataset_uuid,
             header,
+            header_bytes,
             version,
             ts,
             entry,
@@ -503,6 +505,7 @@ def _after_claim(
     store: Store,
     dataset_uuid: str,
     header: DatasetHeader,
+    header_bytes: bytes,
     version: int,
     ts: int,
     entry: LogEntry,
@@ -525,6 +528,7 @@ def _after_claim(
     _publish_or_revert(
         store,
         header,
+        header_bytes,
         version,
         entry,
         parent,
@@ -601,6 +605,7 @@ def _loaded(store: Store, parent: Parent) -> LoadedDataset:
 def _publish_or_revert(
     store: Store,
     header: DatasetHeader,
+    header_bytes: bytes,
     version: int,
     entry: LogEntry,
     parent: Parent,
@@ -618,7 +623,7 @@ def _publish_or_revert(
             if old_schema != schema_bytes:
                 store.put(schema_key, schema_bytes)
                 schema_written = True
-        store.put(naming.header_key(uuid, header.storage_format), encode_header(header))
+        store.put(naming.header_key(uuid, header.storage_format), header_bytes)
     except Exception as failure:
         if not isinstance(failure, OSError | KartoframeError):
             raise
@@ -706,7 +711,12 @@ def _undo(
         raise err from None
     _restore_schema()
     if parent.header is None:
-        return  # a header written after all is rolled forward over the revert by readers
+        # nobody can build on the create any more (version + 1 deletes it): a failed
+        # create leaves nothing behind, its entry first, the deleting revert last
+        with contextlib.suppress(Exception):
+            for v in (version, version + 1):
+                store.delete(txlog.entry_key(uuid, v))
+        return
     with contextlib.suppress(Exception):
         current = store.get_or_none(naming.header_key(uuid, parent.header.storage_format))
         if current is not None and current != parent.raw and parent.raw is not None:

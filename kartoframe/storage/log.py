@@ -198,7 +198,12 @@ def current_state(
     hlog = header_log(header)
     if hlog is None:
         return State(None, header, raw, None, None, None)
-    new, version, schema, ts, entries = roll_forward(store, dataset_uuid, header, hlog.version)
+    try:
+        new, version, schema, ts, entries = roll_forward(store, dataset_uuid, header, hlog.version)
+    except CorruptMetadataError:
+        # the stored header was edited (it no longer is the version it names), and newer
+        # entries were committed on the log's version: the log decides
+        return _state_from_log(store, dataset_uuid)
     if not entries:
         return State(hlog.version, header, raw, None, hlog.timestamp, hlog.version)
     if new is None:

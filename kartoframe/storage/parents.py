@@ -18,7 +18,14 @@ from kartoframe.storage import log
 from kartoframe.storage.log import State
 from kartoframe.storage.store import Store
 
-__all__ = ["Parent", "latest_version", "parent_of_base", "parent_of_state", "writer_name"]
+__all__ = [
+    "Parent",
+    "latest_version",
+    "matches_log",
+    "parent_of_base",
+    "parent_of_state",
+    "writer_name",
+]
 
 
 def writer_name() -> str:
@@ -129,6 +136,14 @@ def parent_of_state(store: Store, uuid: str, state: State | None) -> Parent:
     if state.version is None:
         assert state.header_bytes is not None
         return _adopt(store, uuid, state.header, state.header_bytes, roll=True)
+    stored = not state.entries and state.file_version == state.version
+    raw = state.header_bytes
+    if (
+        stored
+        and raw is not None
+        and not matches_log(store, uuid, state.version, state.header, raw)
+    ):
+        return _adopt(store, uuid, state.header, raw, roll=False)
     return Parent(
         state.version,
         state.header,
@@ -153,7 +168,33 @@ def parent_of_base(store: Store, base: LoadedDataset) -> Parent:
     """The parent for an update: the version ``base`` was loaded at (a foreign one is adopted)."""
     md = base.metadata
     hlog = txlog.header_log(md)
-    if hlog is None:
-        raw = base.header_bytes if base.header_bytes is not None else encode_header(md)
+    raw = base.header_bytes if base.header_bytes is not None else encode_header(md)
+    if hlog is None or not matches_log(store, md.uuid, hlog.version, md, raw):
         return _adopt(store, md.uuid, md, raw, roll=False)
     return Parent(hlog.version, md, base.header_bytes, hlog.timestamp, txlog.header_txn(md))
+
+
+def matches_log(store: Store, uuid: str, version: int, header: DatasetHeader, raw: bytes) -> bool:
+    """Whether a header stamped with log ``version`` is that version as the log has it.
+
+    A header edited by hand, or rewritten by another program that kept the
+    ``kartoframe`` map, still says ``version`` but holds something else; a commit built
+    on it as if it were that version would write an entry that no longer replays (its
+    digest fails, and history, vacuum and time travel break). Such a header is adopted
+    like a foreign one instead. Otherwise compares the file's bytes with the digest its
+    committer recorded (one GET of the entry and one SHA-256 of the bytes); entries of older
+    writers without that digest are compared by the header's own digest. A JSON header
+    sealed with the digest of its own bytes (:func:`kartoframe.format.txlog.seal_header`)
+    is checked without any request.
+    """
+    if txlog.sealed_intact(header, raw):
+        return True  # the header file is byte for byte as its committer wrote it
+    entry = log.read_entry(store, uuid, version)
+    if entry is None or entry.deleted:
+        return True  # nothing to compare with (the log was vacuumed or removed)
+    digest = txlog.bytes_digest(raw)
+    if entry.external and entry.foreign_sha256 == digest:
+        return True
+    if entry.header_file_sha256 is not None and entry.header_file_sha256 == digest:
+        return True
+    return txlog.header_digest(header) == entry.header_sha256

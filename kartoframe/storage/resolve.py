@@ -152,7 +152,7 @@ def loaded_from_state(
         table = _find_table(
             store, md.uuid, md.table_name if md.explicit_partitions else default_table
         )
-        if table is None:
+        if table is None and state.schema is None:
             raise FormatError(f"Dataset {dataset_uuid!r} has no table schema (_common_metadata).")
         if table is not None:  # else: a create not yet published; the log has its schema
             md = md.replace(table_name=table)

@@ -204,8 +204,9 @@ def test_create_that_stopped_after_its_commit_point_exists(store, monkeypatch) -
 
 
 def test_failed_create_header_revert(store, monkeypatch) -> None:
-    """A create whose header cannot be written is reverted by a log entry (its own entry
-    stays: another writer may already build on it); the dataset does not exist."""
+    """A create whose header cannot be written is reverted by a log entry that deletes the
+    dataset (while its entry exists, another writer may build on it); once the revert
+    stands, nobody can, and the failed create removes its log: nothing is left."""
     real_put = kf.Store.put
 
     def failing_put(self: kf.Store, key: str, data: bytes) -> None:
@@ -218,15 +219,34 @@ def test_failed_create_header_revert(store, monkeypatch) -> None:
         kf.store_dataframes_as_dataset(store, "d", [_frame(0)], partition_on=["p"])
     monkeypatch.undo()
     assert log.current_state(store, "d") is None
-    versions, _ = log.list_log(store, "d")
-    assert versions == [0, 1], "the create's entry must stay, reverted by entry 1"
-    entry = log.read_entry(store, "d", 1)
-    assert entry is not None and entry.deleted and entry.reverts == 0
+    assert list(store.iter_keys("d/")) == [], "a failed create left files"
     with pytest.raises(kf.DatasetNotFoundError):
         kf.read_table("d", store)
     kf.store_dataframes_as_dataset(store, "d", [_frame(1)], partition_on=["p"])
     assert kf.read_table("d", store)["wid"].tolist() == [1, 1, 1]
-    assert kf.dataset_history("d", store)[0].version == 2
+
+
+def test_failed_create_someone_built_on_stands(store, paused_publish, monkeypatch) -> None:
+    """The creator's header write fails after another writer appended to its version:
+    the version stands (HeaderPublishError), and both writers' rows are readable."""
+    real_put = kf.Store.put
+    failing = {"on": False}
+
+    def put(self: kf.Store, key: str, data: bytes) -> None:
+        if failing["on"] and key == naming.header_key("d", "json"):
+            failing["on"] = False
+            raise OSError("injected: header write failed")
+        real_put(self, key, data)
+
+    def append_then_fail() -> None:
+        kf.update_dataset_from_dataframes([_frame(1)], store, "d")
+        failing["on"] = True
+
+    monkeypatch.setattr(kf.Store, "put", put)
+    paused_publish(append_then_fail)
+    with pytest.raises(commit_mod.HeaderPublishError):
+        kf.store_dataframes_as_dataset(store, "d", [_frame(0)], partition_on=["p"])
+    assert sorted(kf.read_table("d", store)["wid"].tolist()) == [0, 0, 0, 1, 1, 1]
 
 
 # ------------------------------------------------------------------ real races, threads
