@@ -46,6 +46,7 @@ from kartoframe.format.header import DatasetHeader
 from kartoframe.format.index import index_from_bytes, index_from_embedded
 from kartoframe.format.statistics import statistics_from_bytes
 from kartoframe.storage import log
+from kartoframe.storage.csv_files import is_csv_key, probe_csv_files
 from kartoframe.storage.probe import fetch_many, read_data_files, read_footers
 from kartoframe.storage.resolve import loaded_from_state, statistics_ref
 from kartoframe.storage.store import Store
@@ -291,6 +292,21 @@ def _log_findings(
     return out + log_findings(uuid, entries, checkpoints, stored, raw)
 
 
+class _CsvFooter:
+    """What :func:`_data_file_findings` reads from a footer, for a parsed CSV file."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.num_rows = table.num_rows
+        self._schema = table.schema
+
+    @property
+    def schema(self) -> _CsvFooter:
+        return self
+
+    def to_arrow_schema(self) -> pa.Schema:
+        return self._schema
+
+
 def _data_file_findings(
     store: Store,
     header: DatasetHeader,
@@ -301,11 +317,16 @@ def _data_file_findings(
     """Footer checks of every data file; returns label -> rows of the readable ones."""
     uuid = header.uuid
     keys = list(dict.fromkeys(header.partitions.values()))
-    footers = read_footers(store, keys, max_workers=workers)
+    footers = read_footers(store, [k for k in keys if not is_csv_key(k)], max_workers=workers)
+    # CSV files (plateau's CsvSerializer) have no footer: parsed whole, their row count and
+    # the columns they hold play its part
+    csv_files = probe_csv_files(
+        store, [k for k in keys if is_csv_key(k)], schema, _CsvFooter, max_workers=workers
+    )
     rows: dict[str, int] = {}
     missing: list[Finding] = []
     for label, key in header.partitions.items():
-        got = footers[key]
+        got = csv_files[key] if is_csv_key(key) else footers[key]
         if isinstance(got, FileNotFoundError):
             missing.append(
                 Finding(
@@ -331,8 +352,8 @@ def _data_file_findings(
                     "error",
                     "data_file_unreadable",
                     uuid,
-                    f"Data file {key!r} of partition {label!r} is not a readable Parquet file: "
-                    f"{type(e).__name__}: {e}",
+                    f"Data file {key!r} of partition {label!r} is not a readable "
+                    f"{'CSV' if is_csv_key(key) else 'Parquet'} file: {type(e).__name__}: {e}",
                     key,
                     label,
                 )
@@ -445,7 +466,14 @@ def _deep_findings(
 
     labels = [lb for lb in header.partitions if lb in readable]
     keys = list(dict.fromkeys(header.partitions[lb] for lb in labels))
-    decoded = read_data_files(store, keys, _values, max_workers=max(1, min(workers, 4)))
+    decoded = read_data_files(
+        store, [k for k in keys if not is_csv_key(k)], _values, max_workers=max(1, min(workers, 4))
+    )
+    decoded.update(
+        probe_csv_files(
+            store, [k for k in keys if is_csv_key(k)], pa.schema(types), _values, max_workers=4
+        )
+    )
     corrupt: list[Finding] = []
     for lb in labels:
         key = header.partitions[lb]

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import gzip
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,12 +37,16 @@ from kartoframe.storage.store import Store
 __all__ = [
     "CSV_SUFFIXES",
     "CsvSerializer",
+    "csv_file_table",
     "csv_key",
     "is_csv_key",
+    "probe_csv_files",
     "read_csv_files",
     "read_data_files",
     "write_csv",
 ]
+
+T = TypeVar("T")
 
 CSV_SUFFIXES = (".csv", ".csv.gz")
 SEPARATOR = ";"
@@ -233,3 +238,48 @@ def read_data_files(
         )
         start = end
     return pa.concat_tables(tables)
+
+
+def csv_file_table(data: bytes, key: str, schema: pa.Schema | None) -> pa.Table:
+    """Parse one CSV object as a table of the columns it holds (typed by ``schema`` where
+    it names them; inferred otherwise): what a footer is to a Parquet file.
+    """
+    if key.endswith(".gz"):
+        data = gzip.decompress(data)
+    types = (
+        {} if schema is None else {f.name: f.type for f in schema if not pa.types.is_null(f.type)}
+    )
+    try:
+        return pacsv.read_csv(
+            reader(data),
+            parse_options=pacsv.ParseOptions(delimiter=SEPARATOR, newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
+        )
+    except pa.ArrowInvalid as e:
+        if "Empty CSV file" in str(e):
+            return pa.table({})
+        raise
+
+
+def probe_csv_files(
+    store: Store,
+    keys: Sequence[str],
+    schema: pa.Schema | None,
+    reduce: Callable[[pa.Table], T],
+    *,
+    max_workers: int = 4,
+) -> dict[str, T | BaseException]:
+    """Each CSV object parsed (:func:`csv_file_table`) and reduced, or its error
+    (``FileNotFoundError`` when missing): for :func:`kartoframe.check_dataset`.
+    """
+
+    def _one(key: str) -> T | BaseException:
+        try:
+            return reduce(csv_file_table(store.get(key), key, schema))
+        except (OSError, EOFError, ValueError, pa.ArrowException) as e:
+            return e
+
+    if len(keys) <= 1:
+        return {k: _one(k) for k in keys}
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(keys))) as pool:
+        return dict(zip(keys, pool.map(_one, keys)))

@@ -7,6 +7,8 @@ declared categories and their order.
 
 from __future__ import annotations
 
+import gzip
+
 import pandas as pd
 import pytest
 
@@ -198,6 +200,8 @@ def test_kartoframe_reads_plateau_csv_datasets(tmp_path, compress: bool) -> None
         "x"
     ].tolist() == [2.0]
     assert len(kf.read_dataset_as_ddf("ds", url).compute(scheduler="sync")) == 3
+    # check_dataset parses CSV files in place of Parquet footers (deep: the index's values)
+    assert kf.check_dataset("ds", url, deep=True).findings == ()
     # a Parquet update: the dataset holds both formats, read in one go
     kf.update_dataset_from_dataframes([df.assign(p=3)], url, "ds")
     both = kf.read_table("ds", url)
@@ -224,6 +228,14 @@ def test_plateau_reads_kartoframe_csv_datasets(tmp_path, compress: bool) -> None
         pd.testing.assert_series_equal(theirs[c], ours[c], check_dtype=False)
     assert theirs["q"].dropna().tolist() == ours["q"].dropna().tolist() == ["a;b", 'x"y\nz'] * 2
     assert pd.to_datetime(theirs["t"], format="ISO8601").tolist() == ours["t"].tolist()
+    assert kf.check_dataset("ds", url).findings == ()
+    first = sorted(keys)[0]
+    broken = b"x;i\n1.0;2;3\n"  # a row with more fields than the header
+    kf.Store(url).put(first, gzip.compress(broken) if compress else broken)
+    (finding,) = kf.check_dataset("ds", url).findings
+    assert finding.kind == "data_file_unreadable" and "readable CSV file" in finding.message
+    with pytest.raises(kf.CorruptDataError, match="cannot be read as CSV"):
+        kf.read_table("ds", url)
 
 
 def test_csv_serializer_arguments(tmp_path) -> None:
