@@ -110,6 +110,7 @@ def write(spec: dict[str, Any]) -> dict[str, Any]:
 
 def maintain(spec: dict[str, Any]) -> dict[str, Any]:
     store = _store(spec)
+    maintain_once(store, spec["uuid"])  # warm up (imports, first listing) before "ready"
     _wait_for_go(spec)
     rounds, errors = 0, []
     while rounds < spec["rounds"] and not os.path.exists(spec["stop"]):
