@@ -157,8 +157,13 @@ def vacuum_dataset(
     are older than the window (files of running writes are newer); temp files of
     interrupted writes older than the window; log entries and checkpoints older than the
     oldest retained version (a checkpoint is written for it first). Never deleted:
-    anything the current version references, and ``_common_metadata``. A header that
-    lags the log (a writer stopped after committing) is rewritten first.
+    anything the current version references, anything a version committed while the
+    vacuum runs references (the log is read again after the listing), a file whose name
+    no write generates (:mod:`kartoframe.format.generated`), and ``_common_metadata``. A
+    header that lags the log (a writer stopped after committing) is rewritten first.
+
+    Safe to run at any time with the defaults, also while writes run: the retention
+    window is also the grace window, so no file younger than it is deleted.
 
     Parameters
     ----------
@@ -173,7 +178,9 @@ def vacuum_dataset(
         Only return what would be deleted.
     force
         Allow a window shorter than the safe minimum (24 hours): only when no reader of an
-        older version and no writer can be running.
+        older version and no writer can be running. Under one hour it is **unsafe** while
+        any write runs (its files can be deleted before it commits); a warning is logged
+        (logger ``kartoframe.maintenance``).
 
     Returns
     -------
@@ -183,9 +190,12 @@ def vacuum_dataset(
     Raises
     ------
     InvalidInputError
-        ``retention_hours`` is negative, or below the safe minimum without ``force``.
+        ``retention_hours`` is not a finite number >= 0, or below the safe minimum
+        without ``force``.
     DatasetNotFoundError
         The dataset does not exist.
+    CorruptMetadataError
+        The header or the log is corrupt (nothing is deleted).
 
     Examples
     --------
