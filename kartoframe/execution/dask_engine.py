@@ -59,6 +59,7 @@ from kartoframe.format.convert import frame_to_table, table_to_frame
 from kartoframe.format.schema import SchemaEvolution, merge_into_stored, normalize_schema
 from kartoframe.plan.scan import ReadTask, ScanPlan
 from kartoframe.plan.write import check_write_columns
+from kartoframe.storage.csv_files import csv_file_sizes, is_csv_key
 from kartoframe.storage.parquet import read_footer
 from kartoframe.storage.store import Store
 
@@ -617,8 +618,22 @@ class FooterReader:
     def __call__(self, part: tuple[str, str]) -> pd.DataFrame:
         """``part`` is ``(label, key)``; one row per row group of the file."""
         label, key = part
-        md = read_footer(self.store, key)
         rows: dict[str, list[Any]] = {c: [] for c in METADATA_COLUMNS}
+        if is_csv_key(key):  # plateau's CsvSerializer: the whole file is one "row group"
+            stored, uncompressed, n = csv_file_sizes(self.store, key)
+            for c, v in [
+                ("partition_label", label),
+                ("row_group_id", 0),
+                ("row_group_compressed_size", stored),
+                ("row_group_uncompressed_size", uncompressed),
+                ("number_rows_total", n),
+                ("number_row_groups", 1),
+                ("serialized_size", 0),
+                ("number_rows_per_row_group", n),
+            ]:
+                rows[c].append(v)
+            return metadata_frame(rows)
+        md = read_footer(self.store, key)
         for i in range(md.num_row_groups):
             rg = md.row_group(i)
             rows["partition_label"].append(label)

@@ -37,6 +37,7 @@ from kartoframe.storage.store import Store
 __all__ = [
     "CSV_SUFFIXES",
     "CsvSerializer",
+    "csv_file_sizes",
     "csv_file_table",
     "csv_key",
     "is_csv_key",
@@ -283,3 +284,12 @@ def probe_csv_files(
         return {k: _one(k) for k in keys}
     with ThreadPoolExecutor(max_workers=min(max_workers, len(keys))) as pool:
         return dict(zip(keys, pool.map(_one, keys)))
+
+
+def csv_file_sizes(store: Store, key: str) -> tuple[int, int, int]:
+    """``(stored bytes, uncompressed bytes, rows)`` of one CSV object (the numbers
+    :func:`kartoframe.collect_dataset_metadata` reports for a Parquet file's one row group).
+    """
+    data = store.get(key)
+    raw = gzip.decompress(data) if key.endswith(".gz") else data
+    return len(data), len(raw), csv_file_table(raw, key.removesuffix(".gz"), None).num_rows
