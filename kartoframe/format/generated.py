@@ -9,7 +9,7 @@ Generated names (``<uuid>`` the dataset, ``<table>`` its table)::
 
     <uuid>.by-dataset-metadata.json | .msgpack.zstd                 header
     <uuid>/<table>/_common_metadata                                  schema
-    <uuid>/<table>/<col>=<val>/.../<32 hex digits>.parquet           data
+    <uuid>/<table>/<col>=<val>/.../<32 hex digits>.parquet           data (or .csv[.gz])
     <uuid>/indices/<col>/<timestamp>.by-dataset-index.parquet        index
     <uuid>/_kartoframe/stats/<timestamp>.statistics.pq               statistics
     <uuid>/_kartoframe/log/<20 digits>[.checkpoint].json             transaction log
@@ -40,7 +40,10 @@ __all__ = [
 ]
 
 #: a data file's own name: a file uuid (uuid4 hex; Spark: job id + counter, also 32 hex)
-_DATA_NAME_RE = re.compile(r"[0-9a-f]{32}" + re.escape(naming.PARQUET_SUFFIX))
+#: and the suffix of Parquet or of CSV as plateau's ``CsvSerializer`` writes it
+_DATA_NAME_RE = re.compile(
+    r"[0-9a-f]{32}(?:" + "|".join(map(re.escape, (naming.PARQUET_SUFFIX, ".csv.gz", ".csv"))) + ")"
+)
 _INDEX_NAME_RE = re.compile(r"[^/]+" + re.escape(naming.INDEX_SUFFIX))
 _STATS_NAME_RE = re.compile(r"[^/]+" + re.escape(STATISTICS_SUFFIX))
 #: the temp file a local publication writes first: ``.<name>.tmp-<uuid4 hex>``
@@ -57,7 +60,9 @@ def _rest(key: str, prefix: str) -> str | None:
 
 
 def is_data_file(key: str, dataset_uuid: str, table: str | None = None) -> bool:
-    """``<uuid>/<table>/<col>=<val>/.../<32 hex>.parquet`` (any valid table if None)."""
+    """``<uuid>/<table>/<col>=<val>/.../<32 hex>.parquet`` (or ``.csv``, ``.csv.gz``;
+    any valid table if ``table`` is None).
+    """
     rest = _rest(key, dataset_uuid + "/")
     if rest is None:
         return False
