@@ -21,6 +21,7 @@ from kartoframe.errors import InvalidUUIDError, UnsafePathError
 
 __all__ = [
     "COMMON_METADATA",
+    "DATA_SUFFIXES",
     "HEADER_SUFFIXES",
     "INDEX_SUFFIX",
     "JSON_SUFFIX",
@@ -49,6 +50,8 @@ MSGPACK_SUFFIX = ".by-dataset-metadata.msgpack.zstd"
 HEADER_SUFFIXES: dict[MetadataFormat, str] = {"json": JSON_SUFFIX, "msgpack": MSGPACK_SUFFIX}
 INDEX_SUFFIX = ".by-dataset-index.parquet"
 PARQUET_SUFFIX = ".parquet"
+#: Suffixes of data files: Parquet, and CSV as plateau's ``CsvSerializer`` writes it.
+DATA_SUFFIXES = (PARQUET_SUFFIX, ".csv.gz", ".csv")
 COMMON_METADATA = "_common_metadata"
 
 _UUID_RE = re.compile(r"[A-Za-z0-9+_-]+")
@@ -205,11 +208,16 @@ def parse_label(label: str, partition_keys: list[str] | None = None) -> list[tup
 
 
 def label_from_data_key(key: str, dataset_uuid: str, table: str) -> str | None:
-    """Return the partition label of a data key, or None if the key is not a data file."""
+    """Return the partition label of a data key, or None if the key is not a data file.
+
+    Data files are Parquet (``.parquet``) or CSV (``.csv``, ``.csv.gz``: plateau's
+    ``CsvSerializer``).
+    """
     prefix = table_prefix(dataset_uuid, table)
-    if not key.startswith(prefix) or not key.endswith(PARQUET_SUFFIX):
+    suffix = next((s for s in DATA_SUFFIXES if key.endswith(s)), None)
+    if not key.startswith(prefix) or suffix is None:
         return None
-    label = key[len(prefix) : -len(PARQUET_SUFFIX)]
+    label = key[len(prefix) : -len(suffix)]
     if not label or label == COMMON_METADATA:
         return None
     return label

@@ -19,6 +19,7 @@ import pyarrow as pa
 from kartoframe.errors import KartoframeError
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.schema import PANDAS_KEY, normalize_schema, pandas_metadata
+from kartoframe.storage.csv_files import is_csv_key, probe_csv_files
 from kartoframe.storage.probe import read_footers
 from kartoframe.storage.store import Store
 
@@ -53,6 +54,10 @@ def with_column_types(
     )
 
 
+def _schema_of(table: pa.Table) -> pa.Schema:
+    return table.schema
+
+
 def fill_null_types(store: Store, header: DatasetHeader, schema: pa.Schema) -> pa.Schema:
     """Give the ``null`` columns of ``schema`` the (normalised) type the data files have.
 
@@ -67,13 +72,19 @@ def fill_null_types(store: Store, header: DatasetHeader, schema: pa.Schema) -> p
     keys = list(dict.fromkeys(header.partitions.values()))
     for start in range(0, len(keys), BATCH):
         chunk = keys[start : start + BATCH]
-        footers = read_footers(store, chunk)
+        found_schemas: dict[str, pa.Schema | BaseException] = {
+            k: f if isinstance(f, BaseException) else f.schema.to_arrow_schema()
+            for k, f in read_footers(store, [k for k in chunk if not is_csv_key(k)]).items()
+        }  # (CSV files: the types pyarrow infers for the columns the schema leaves null)
+        found_schemas.update(
+            probe_csv_files(store, [k for k in chunk if is_csv_key(k)], schema, _schema_of)
+        )
         for key in chunk:
-            footer = footers[key]
-            if isinstance(footer, BaseException):
+            raw = found_schemas[key]
+            if isinstance(raw, BaseException):
                 continue
             try:
-                file_schema = normalize_schema(footer.schema.to_arrow_schema())
+                file_schema = normalize_schema(raw)
             except (KartoframeError, pa.ArrowException):
                 continue
             records = {
