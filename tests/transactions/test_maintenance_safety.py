@@ -210,6 +210,16 @@ def test_default_gc_keeps_the_files_of_a_write_in_progress(any_store: kf.Store) 
     assert sorted(kf.read_table("ds", store, predicates=[[("wid", "==", 7)]])["p"]) == [5, 5]
 
 
+def test_default_gc_keeps_the_files_of_a_create_in_progress(any_store: kf.Store) -> None:
+    """A create has no header until it commits: GC on that uuid leaves its files alone."""
+    store = any_store
+    chunk = write_chunk(store, "ds", frame(7, 0, 5), partition_on=["p"])
+    assert kf.garbage_collect_dataset("ds", store, retention_hours=0) == []
+    assert store.exists(chunk.partitions[0].key)
+    commit_write(store, "ds", [chunk], base=None, partition_on=["p"])
+    assert sorted(kf.read_table("ds", store)["wid"]) == [7, 7]
+
+
 def test_gc_keeps_what_a_commit_after_its_snapshot_references(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
