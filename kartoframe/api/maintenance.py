@@ -23,6 +23,7 @@ from kartoframe.format.index import check_indexable, index_value_pairs
 from kartoframe.plan.scan import plan_scan
 from kartoframe.progress import track
 from kartoframe.storage.lifecycle import delete_headers, delete_log, mark_deleted
+from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import dataset_exists, load_dataset, read_header
 from kartoframe.storage.retention import (
     DEFAULT_RETENTION_HOURS,
@@ -135,13 +136,13 @@ def garbage_collect_dataset(
         raise InvalidInputError("dry_run and force must be booleans.")
     hours = check_hours(retention_hours, "retention_hours")
     grace = check_grace(grace_hours, force=force, what="garbage_collect_dataset")
-    if read_header(st, uuid) is None:
+    if _absent(st, uuid):
         found = leftover_keys(st, uuid)
         if not found:
             raise DatasetNotFoundError(uuid, st.display_url)
         leftovers = _old_enough(st, uuid, found, grace)
         if not dry_run and leftovers:
-            if read_header(st, uuid) is not None:  # created meanwhile: collect normally
+            if not _absent(st, uuid):  # created meanwhile: collect normally
                 return garbage_collect_dataset(
                     uuid, st, hours, dry_run=dry_run, grace_hours=grace, force=force
                 )
@@ -152,6 +153,13 @@ def garbage_collect_dataset(
     if not dry_run:
         st.delete_many(keys)
     return keys
+
+
+def _absent(store: Store, dataset_uuid: str) -> bool:
+    """No dataset: no header, and no log version that creates it (a create between its
+    log entry and its header write is a dataset; its files are not leftovers).
+    """
+    return read_header(store, dataset_uuid) is None and current_state(store, dataset_uuid) is None
 
 
 def _old_enough(store: Store, dataset_uuid: str, keys: list[str], grace: float) -> list[str]:

@@ -388,3 +388,22 @@ def test_racing_cube_builds(tmp_path, kind) -> None:
         for ds in ("seed", "more"):
             ops = [h.operation for h in kf.dataset_history(cube.ktk_dataset_uuid(ds), store)]
             assert ops.count("CREATE") == 1, (ds, ops)
+
+
+def test_gc_keeps_a_create_between_its_commit_point_and_its_header(store, monkeypatch) -> None:
+    """No header yet, but the log commits the create: GC (even forced, no grace window)
+    collects nothing of it, and the dataset stays readable."""
+
+    def die(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(commit_mod, "_publish_or_revert", die)
+    with pytest.raises(KeyboardInterrupt):
+        kf.store_dataframes_as_dataset(store, "d", [_frame(0)], partition_on=["p"])
+    monkeypatch.undo()
+    before = sorted(store.iter_keys("d/"))
+    assert (
+        kf.garbage_collect_dataset("d", store, retention_hours=0, grace_hours=0, force=True) == []
+    )
+    assert sorted(store.iter_keys("d/")) == before
+    assert kf.read_table("d", store)["wid"].tolist() == [0, 0, 0]
