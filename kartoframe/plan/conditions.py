@@ -482,12 +482,6 @@ def check_condition_types(conditions: Conjunction, schemas: Mapping[str, pa.Sche
 
 
 def _literal_ok(col: str, t: pa.DataType, v: Any) -> bool:
-    try:
-        normalize_literal(col, t, v)
-    except InvalidPredicateError:
-        raise  # an integer the column cannot hold: say so, not "wrong type"
-    except (InvalidTypeError, ValueError, TypeError, OverflowError):
-        return False
     dtype = getattr(v, "dtype", None)
     if isinstance(dtype, np.dtype) and dtype.kind in "iu":
         base = t.value_type if pa.types.is_dictionary(t) else t
@@ -495,4 +489,10 @@ def _literal_ok(col: str, t: pa.DataType, v: Any) -> bool:
             return False
         if dtype.kind == "i" and pa.types.is_unsigned_integer(base):
             return False
+    try:
+        normalize_literal(col, t, v)
+    except InvalidPredicateError:
+        raise  # an integer the column cannot hold: say so, not "wrong type"
+    except (InvalidTypeError, ValueError, TypeError, OverflowError):
+        return False
     return True
