@@ -66,16 +66,15 @@ def check_columns_arg(columns: object) -> list[str] | None:
 
 
 def serializer_arg(df_serializer: object) -> ParquetSerializer:
-    """Validate ``df_serializer`` (Parquet only: the dask, delayed and Spark writes)."""
+    """Validate ``df_serializer`` (Parquet only: the Spark writes)."""
     if df_serializer is None:
         return ParquetSerializer()
     if isinstance(df_serializer, ParquetSerializer):
         return df_serializer
     if isinstance(df_serializer, CsvSerializer):
         raise InvalidInputError(
-            "CsvSerializer is accepted by the eager writes only (store_dataframes_as_dataset, "
-            "update_dataset_from_dataframes, their __iter variants, write_single_partition); "
-            "use the ParquetSerializer here."
+            "CsvSerializer is accepted by the pandas, dask, delayed and bag writes; Spark "
+            "writes Parquet only: use the ParquetSerializer here."
         )
     raise InvalidTypeError(
         f"df_serializer must be a kartoframe.ParquetSerializer, got {type(df_serializer).__name__}."
@@ -83,7 +82,7 @@ def serializer_arg(df_serializer: object) -> ParquetSerializer:
 
 
 def any_serializer_arg(df_serializer: object) -> ParquetSerializer | CsvSerializer:
-    """Validate ``df_serializer`` of an eager write: Parquet or CSV."""
+    """Validate ``df_serializer`` of a pandas, dask, delayed or bag write: Parquet or CSV."""
     if isinstance(df_serializer, CsvSerializer):
         return df_serializer
     return serializer_arg(df_serializer)

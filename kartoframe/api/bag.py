@@ -21,7 +21,7 @@ from kartoframe.errors import ColumnNotFoundError, InvalidInputError, InvalidTyp
 from kartoframe.execution.kernel import read_task_table
 from kartoframe.execution.write import (
     ChunkResult,
-    ParquetSerializer,
+    DataSerializer,
     WrittenPartition,
     commit_write,
 )
@@ -104,7 +104,7 @@ def store_bag_as_dataset(
     store: StoreInput,
     dataset_uuid: str | None = None,
     metadata: Any = None,
-    df_serializer: ParquetSerializer | None = None,
+    df_serializer: DataSerializer | None = None,
     overwrite: bool = False,
     metadata_merger: Callable[..., Any] | None = None,
     metadata_version: int = 4,

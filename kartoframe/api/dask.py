@@ -12,12 +12,12 @@ from typing import Any
 
 from kartoframe.api._args import (
     StoreInput,
+    any_serializer_arg,
     check_columns_arg,
     check_format,
     check_metadata_version,
     check_uuid,
     ensure_store,
-    serializer_arg,
     str_list,
 )
 from kartoframe.api.compat import resolve_factory, table_name_arg
@@ -34,7 +34,7 @@ from kartoframe.errors import (
     InvalidInputError,
     InvalidTypeError,
 )
-from kartoframe.execution.write import ParquetSerializer
+from kartoframe.execution.write import DataSerializer
 from kartoframe.format import naming
 from kartoframe.format.commit_args import check_app_transaction
 from kartoframe.format.dataset import LoadedDataset
@@ -337,7 +337,7 @@ def store_dataset_from_ddf(
     metadata: MetadataArg = None,
     overwrite: bool = False,
     table_name: str = "table",
-    df_serializer: ParquetSerializer | None = None,
+    df_serializer: DataSerializer | None = None,
     metadata_storage_format: str = "json",
     metadata_version: int = 4,
     repartition_ratio: float | None = None,
@@ -385,7 +385,7 @@ def store_dataset_from_ddf(
     table_name
         Table directory name.
     df_serializer
-        :class:`kartoframe.ParquetSerializer`.
+        :class:`kartoframe.ParquetSerializer` or :class:`kartoframe.CsvSerializer`.
     metadata_storage_format
         ``"json"`` or ``"msgpack"``.
     metadata_version
@@ -462,7 +462,7 @@ def store_dataset_from_ddf(
         table_name=table_name,
         partition_on=tuple(pon),
         index_columns=tuple(sidx),
-        serializer=serializer_arg(df_serializer),
+        serializer=any_serializer_arg(df_serializer),
         sort_partitions_by=tuple(str_list(sort_partitions_by, "sort_partitions_by")),
         base_schema=None,
         token=token,
@@ -497,7 +497,7 @@ def update_dataset_from_ddf(
     dataset_uuid: str | None = None,
     delete_scope: Sequence[Mapping[str, Any]] | None = None,
     metadata: MetadataArg = None,
-    df_serializer: ParquetSerializer | None = None,
+    df_serializer: DataSerializer | None = None,
     metadata_merger: Callable[..., Any] | None = None,
     default_metadata_version: int = 4,
     partition_on: Sequence[str] | None = None,
@@ -534,7 +534,7 @@ def update_dataset_from_ddf(
     metadata
         User metadata merged over the existing metadata.
     df_serializer
-        :class:`kartoframe.ParquetSerializer`.
+        :class:`kartoframe.ParquetSerializer` or :class:`kartoframe.CsvSerializer`.
     metadata_merger
         Accepted for plateau compatibility; metadata is merged key by key.
     default_metadata_version
@@ -640,7 +640,7 @@ def update_dataset_from_ddf(
         table_name=table_name,
         partition_on=tuple(pon),
         index_columns=tuple(all_idx),
-        serializer=serializer_arg(df_serializer),
+        serializer=any_serializer_arg(df_serializer),
         sort_partitions_by=tuple(str_list(sort_partitions_by, "sort_partitions_by")),
         base_schema=base.schema if base is not None else None,
         token=token,

@@ -16,11 +16,11 @@ from typing import Any
 
 from kartoframe.api._args import (
     StoreInput,
+    any_serializer_arg,
     check_format,
     check_metadata_version,
     check_uuid,
     ensure_store,
-    serializer_arg,
     str_list,
 )
 from kartoframe.api.compat import resolve_factory
@@ -33,7 +33,7 @@ from kartoframe.errors import (
     InvalidInputError,
     InvalidTypeError,
 )
-from kartoframe.execution.write import ParquetSerializer
+from kartoframe.execution.write import DataSerializer
 from kartoframe.format import naming
 from kartoframe.storage.resolve import dataset_exists, load_dataset
 from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
@@ -119,7 +119,7 @@ def store_delayed_as_dataset(
     store: StoreInput,
     dataset_uuid: str | None = None,
     metadata: Any = None,
-    df_serializer: ParquetSerializer | None = None,
+    df_serializer: DataSerializer | None = None,
     overwrite: bool = False,
     metadata_merger: Callable[..., Any] | None = None,
     metadata_version: int = 4,
@@ -182,7 +182,7 @@ def store_delayed_as_dataset(
         partition_on=pon,
         secondary_indices=sidx,
         index_columns=sidx,
-        serializer=serializer_arg(df_serializer),
+        serializer=any_serializer_arg(df_serializer),
         sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
         metadata=_resolve_metadata(metadata, {}),
         storage_format=fmt,
@@ -197,7 +197,7 @@ def update_dataset_from_delayed(
     dataset_uuid: str | None = None,
     delete_scope: Sequence[Mapping[str, Any]] | None = None,
     metadata: Any = None,
-    df_serializer: ParquetSerializer | None = None,
+    df_serializer: DataSerializer | None = None,
     metadata_merger: Callable[..., Any] | None = None,
     default_metadata_version: int = 4,
     partition_on: Sequence[str] | None = None,
@@ -260,7 +260,7 @@ def update_dataset_from_delayed(
         partition_on=pon,
         secondary_indices=sidx,
         index_columns=all_idx,
-        serializer=serializer_arg(df_serializer),
+        serializer=any_serializer_arg(df_serializer),
         sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
         metadata=_resolve_metadata(metadata, existing),
         storage_format=fmt,

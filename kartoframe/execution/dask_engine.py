@@ -50,7 +50,7 @@ except ImportError as _error:  # pragma: no cover - exercised in a subprocess te
 from kartoframe.execution.kernel import read_task_table, to_frame
 from kartoframe.execution.write import (
     ChunkResult,
-    ParquetSerializer,
+    DataSerializer,
     commit_write,
     delete_files,
     write_chunk,
@@ -474,7 +474,7 @@ class PartitionWriter:
     table_name: str
     partition_on: tuple[str, ...]
     index_columns: tuple[str, ...]
-    serializer: ParquetSerializer
+    serializer: DataSerializer
     sort_partitions_by: tuple[str, ...]
     base_schema: pa.Schema | None
     token: str

@@ -19,7 +19,7 @@ import pandas as pd
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution import dask_engine as de
 from kartoframe.execution.dask_engine import WriteFailure
-from kartoframe.execution.write import ParquetSerializer
+from kartoframe.execution.write import DataSerializer
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.storage.resolve import bloom_columns_of
 from kartoframe.storage.store import Store
@@ -78,7 +78,7 @@ def write_delayed_graph(
     partition_on: list[str],
     secondary_indices: list[str],
     index_columns: list[str],
-    serializer: ParquetSerializer,
+    serializer: DataSerializer,
     sort_partitions_by: list[str],
     metadata: Mapping[str, Any] | None,
     storage_format: str,

@@ -65,6 +65,7 @@ from kartoframe.storage.store import Store
 
 __all__ = [
     "ChunkResult",
+    "DataSerializer",
     "ParquetSerializer",
     "WrittenPartition",
     "commit_write",
@@ -94,6 +95,10 @@ class ParquetSerializer:
                 raise InvalidInputError("chunk_size must be an int or None.")
             if self.chunk_size < 1:
                 raise InvalidInputError("chunk_size must be >= 1.")
+
+
+#: How data files are written: Parquet (the default) or CSV (plateau's ``CsvSerializer``).
+DataSerializer = ParquetSerializer | CsvSerializer
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -142,7 +147,7 @@ def write_chunk(
     table_name: str = "table",
     partition_on: Sequence[str] = (),
     index_columns: Sequence[str] = (),
-    serializer: ParquetSerializer | CsvSerializer | None = None,
+    serializer: DataSerializer | None = None,
     sort_partitions_by: Sequence[str] = (),
     origin: str = "",
     max_workers: int = 4,

@@ -251,7 +251,29 @@ def test_csv_serializer_arguments(tmp_path) -> None:
         kf.store_dataframes_as_dataset(url, "ds", [nested], df_serializer=kf.CsvSerializer())
     assert not kf.Store(url).exists("ds.by-dataset-metadata.json")
     assert list(kf.Store(url).iter_keys()) == []  # nothing left behind
-    dask_dataframe = pytest.importorskip("dask.dataframe")
-    ddf = dask_dataframe.from_pandas(_csv_frame(), npartitions=1)
-    with pytest.raises(kf.InvalidInputError, match="eager writes only"):
-        kf.store_dataset_from_ddf(ddf, url, "ds", df_serializer=kf.CsvSerializer())
+    from kartoframe.api._args import serializer_arg  # what the Spark writes check
+
+    with pytest.raises(kf.InvalidInputError, match="Spark writes Parquet only"):
+        serializer_arg(kf.CsvSerializer())
+
+
+def test_dask_and_delayed_writes_take_the_csv_serializer(tmp_path) -> None:
+    import dask
+    import dask.dataframe as dd
+
+    url = str(tmp_path / "store")
+    df = _csv_frame()
+    ddf = dd.from_pandas(df, npartitions=2)
+    with dask.config.set(scheduler="sync"):
+        kf.store_dataset_from_ddf(
+            ddf, url, "ds", partition_on=["p"], df_serializer=kf.CsvSerializer()
+        ).compute()
+        kf.store_delayed_as_dataset(
+            [dask.delayed(df.assign(p=7))], url, "ds2", df_serializer=kf.CsvSerializer()
+        ).compute()
+    for uuid in ("ds", "ds2"):
+        keys = kf.read_dataset_metadata(uuid, url).partitions.values()
+        assert keys and all(k.endswith(".csv.gz") for k in keys)
+        got = kf.read_table(uuid, url).sort_values("x", ignore_index=True)
+        assert got["i"].tolist() == [1, 2, BIG]
+    assert len(plateau.read_table("ds", f"hfs://{url}")) == 3
