@@ -12,6 +12,7 @@ from kartoframe.errors import (
     ColumnNotFoundError,
     CommitConflictError,
     DatasetNotFoundError,
+    FormatError,
     InvalidInputError,
     KartoframeError,
     StorageError,
@@ -159,7 +160,12 @@ def _absent(store: Store, dataset_uuid: str) -> bool:
     """No dataset: no header, and no log version that creates it (a create between its
     log entry and its header write is a dataset; its files are not leftovers).
     """
-    return read_header(store, dataset_uuid) is None and current_state(store, dataset_uuid) is None
+    if read_header(store, dataset_uuid) is not None:
+        return False
+    try:
+        return current_state(store, dataset_uuid) is None
+    except FormatError:  # no header and a log that does not decode: what a write left
+        return True
 
 
 def _old_enough(store: Store, dataset_uuid: str, keys: list[str], grace: float) -> list[str]:
