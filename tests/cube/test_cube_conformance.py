@@ -144,6 +144,43 @@ def test_append_overlays_cells(engine, cube, store, seed_df, enrich_df, low_df):
     _check(engine, cube, store, written, partition_by=["i"])
 
 
+def test_conditions_see_rows_before_the_overlay(engine, cube, store, seed_df, enrich_df, low_df):
+    """A condition rejecting a cell's newer row returns its older row (kartothek 5.3 does).
+
+    kartothek applies a dataset's conditions while loading each file (predicate pushdown,
+    ``conditions_post``) and only then keeps the last row per cell
+    (``kartothek/io_components/cube/query/_group.py``: ``load_dataframes(predicates=...)``,
+    then ``drop_sorted_duplicates_keep_last``; kartothek-plateau-facts.md §3.1 step 2 and
+    §3.2 steps 1-2). Pruning by a secondary index (``conditions_pre``) and by per-file
+    statistics drops the newer file the same way. Checked against kartothek 5.3 itself in
+    ``test_cube_interop.py::test_kartothek_agrees_conditions_see_rows_before_the_overlay``.
+    """
+    written = _build_all(engine, cube, store, seed_df, enrich_df, low_df)
+    # corrections: enrich (1, 1) v2 11 -> 0; seed (1, 1) i 2 -> 9, v1 3.0 -> -3.0
+    fix_enrich = pd.DataFrame({"x": [1], "y": [1], "p": [0], "v2": [0]})
+    fix_seed = pd.DataFrame({"x": [1], "y": [1], "p": [0], "i": [9], "v1": [-3.0]})
+    engine.write("append", {"seed": fix_seed, "enrich": fix_enrich}, cube, store)
+    written["seed"].append(fix_seed)
+    written["enrich"].append(fix_enrich)
+
+    (full,) = _check(engine, cube, store, written)
+    cell = full[(full.x == 1) & (full.y == 1)]
+    assert cell[["i", "v1", "v2"]].values.tolist() == [[9, -3.0, 0]]  # the newer rows win
+
+    # payload condition on a non-seed dataset (the row filter; per-file statistics skip the
+    # correction's file): the stale v2 = 11 of (1, 1) is returned, not dropped
+    lit = [("v2", ">", 10)]
+    (df,) = _check(engine, cube, store, written, conditions=C("v2") > 10, literals=lit)
+    assert list(zip(df.x, df.y, df.v2)) == [(1, 1, 11), (2, 0, 12)]
+    # condition on the seed's indexed column (index pruning drops the correction's file)
+    lit = [("i", "==", 2)]
+    (df,) = _check(engine, cube, store, written, conditions=C("i") == 2, literals=lit)
+    assert list(zip(df.x, df.y, df.i, df.v1)) == [(0, 1, 2, 1.0), (1, 1, 2, 3.0), (2, 1, 2, 5.0)]
+    # the newer row is found by a condition it satisfies
+    (df,) = _check(engine, cube, store, written, conditions=C("i") == 9, literals=[("i", "==", 9)])
+    assert list(zip(df.x, df.y, df.v1)) == [(1, 1, -3.0)]
+
+
 def test_update_removes_and_appends_in_one_commit(engine, cube, store, seed_df, enrich_df):
     engine.write("build", {"seed": seed_df, "enrich": enrich_df}, cube, store)
     before = kf.read_dataset_metadata(cube.ktk_dataset_uuid("seed"), store).partitions

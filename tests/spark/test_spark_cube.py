@@ -209,6 +209,21 @@ def test_cube_queries_with_overlay_equal_query_cube(spark, tmp_path) -> None:
     )
 
 
+def test_spark_conditions_see_rows_before_the_overlay(spark, tmp_path) -> None:
+    """As kartothek 5.3 and the eager engine: a condition rejecting a cell's appended row
+    returns its older row (conditions are applied per file, then the last row per cell is
+    kept; kartothek-plateau-facts.md §3.2, tests/cube/test_cube_interop.py
+    ``test_kartothek_agrees_conditions_see_rows_before_the_overlay``)."""
+    store = kf.Store(f"file://{tmp_path}/store")
+    _pandas_cube(store)  # the append corrects seed (1, 0) v1 1.5 -> -1.5, enrich (2, 0) c -> C
+    cases = [(kf.C("v1") > 1.0, (1, 0), "v1", 1.5), (kf.C("v2") == "c", (2, 0), "v2", "c")]
+    for cond, (x, y), col, stale in cases:
+        got = kfs.query_cube_sdf(spark, CUBE, store, conditions=cond).toArrow()
+        assert_same_in_order(got, eager_result(CUBE, store, conditions=cond))
+        found = [r[col] for r in rows_in_order(got) if (r["x"], r["y"]) == (x, y)]
+        assert found == [stale]
+
+
 def test_large_query_is_sorted_by_spark(spark, tmp_path, capsys) -> None:
     """Many files: the groups run in parallel and a Spark sort restores the order."""
     store = kf.Store(f"file://{tmp_path}/store")
