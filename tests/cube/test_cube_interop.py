@@ -310,7 +310,8 @@ def test_kartothek_agrees_conditions_see_rows_before_the_overlay(tmp_path) -> No
 
     After ``append_to_cube`` corrects the enrich cell x=1 from v2=1.5 to v2=0.0, the
     query ``v2 > 1`` returns x=1 with the old v2=1.5 (and ``i2 < 5``, pruned by the
-    secondary index of ``i2``, the old i2=1): conditions are pushed into each file's
+    secondary index of ``i2``, the old i2=1; ``partition_by=["i2"]`` puts x=1 in the groups
+    of both i2=1 and i2=9): conditions are pushed into each file's
     load, then duplicates are dropped keeping the last surviving row
     (``kartothek/io_components/cube/query/_group.py``; kartothek-plateau-facts.md §3.2).
     kartoframe (eager and dask) gives the same frames; docs/cubes.md states the rule.
@@ -333,6 +334,7 @@ def test_kartothek_agrees_conditions_see_rows_before_the_overlay(tmp_path) -> No
         {**base, "id": "full", "conditions": []},
         {**base, "id": "v2_gt_1", "conditions": [["v2", ">", 1.0]]},
         {**base, "id": "i2_lt_5", "conditions": [["i2", "<", 5]]},
+        {**base, "id": "by_i2", "conditions": [], "partition_by": ["i2"]},
     ]
     files = _run_kartothek(path, queries, tmp_path)
     for dask in (False, True):
@@ -345,3 +347,6 @@ def test_kartothek_agrees_conditions_see_rows_before_the_overlay(tmp_path) -> No
         assert list(zip(cond.x, cond.v2)) == [(1, 1.5), (2, 2.5), (3, 3.5)]
         (idx,) = frames["i2_lt_5"]
         assert list(zip(idx.x, idx.i2)) == [(0, 0), (1, 1), (2, 2), (3, 3)]
+        # partition_by filters each group's rows by its value before the keep-last step:
+        # x=1 is in the group of its old i2=1 and in that of its new i2=9
+        assert [f.x.tolist() for f in frames["by_i2"]] == [[0], [1], [2], [3], [1]]
