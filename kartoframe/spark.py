@@ -34,6 +34,7 @@ from kartoframe.api._args import (
     serializer_arg,
     str_list,
 )
+from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
 from kartoframe.api.read import plan_read
 from kartoframe.api.write import (
     DatasetMetadataResult,
@@ -47,7 +48,6 @@ from kartoframe.api.write import (
 from kartoframe.errors import (
     DatasetExistsError,
     EmptyInputError,
-    InvalidInputError,
     InvalidTypeError,
 )
 from kartoframe.execution import spark_engine
@@ -439,14 +439,16 @@ def store_dataset_from_sdf(
     """
     spark_engine.require_pyspark()
     _check_sdf(sdf)
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
-    spark_engine.check_store(st)
-    fmt = check_format(metadata_storage_format)
-    check_metadata_version(metadata_version)
-    naming.validate_name(table_name, "table_name")
-    pon = str_list(partition_on, "partition_on")
-    sidx = str_list(secondary_indices, "secondary_indices")
+    uuid, st, fmt, pon, sidx = new_dataset_args(
+        dataset_uuid,
+        store,
+        metadata_storage_format=metadata_storage_format,
+        metadata_version=metadata_version,
+        table_name=table_name,
+        partition_on=partition_on,
+        secondary_indices=secondary_indices,
+        check_store=spark_engine.check_store,
+    )
     evolution = _evolution_arg(schema_evolution)
     if _existing(st, uuid) is not None and not overwrite:
         raise DatasetExistsError(uuid)
@@ -551,26 +553,12 @@ def update_dataset_from_sdf(
     fmt = check_format(metadata_storage_format)
     evolution = _evolution_arg(schema_evolution)
     base = _existing(st, uuid)
-    pon = str_list(partition_on, "partition_on") if partition_on is not None else None
+    pon, table_name = update_layout(base, uuid, partition_on, table_name)
     if base is not None:
-        if pon is not None and tuple(pon) != base.metadata.partition_keys:
-            raise InvalidInputError(
-                f"Incompatible set of partition keys encountered: dataset {uuid!r} is "
-                f"partitioned on {list(base.metadata.partition_keys)}, got {pon}."
-            )
-        pon = list(base.metadata.partition_keys)
-        if table_name != "table" and table_name != base.metadata.table_name:
-            raise InvalidInputError(
-                f"table_name {table_name!r} differs from the dataset's table "
-                f"{base.metadata.table_name!r}."
-            )
-        table_name = base.metadata.table_name
         fmt = base.metadata.storage_format
     else:
         naming.validate_name(table_name, "table_name")
-    pon = pon or []
-    sidx = str_list(secondary_indices, "secondary_indices")
-    all_idx = sorted(set(sidx) | (base.metadata.index_columns - set(pon) if base else set()))
+    sidx, all_idx = update_indices(base, pon, secondary_indices)
     if sdf is None and base is None:
         raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
     if sdf is None and delete_scope is None and metadata is None:

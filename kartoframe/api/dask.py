@@ -6,7 +6,6 @@ it; calling them without dask raises :class:`~kartoframe.errors.MissingDependenc
 
 from __future__ import annotations
 
-import uuid as _uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,7 +19,9 @@ from kartoframe.api._args import (
     ensure_store,
     str_list,
 )
+from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
 from kartoframe.api.compat import resolve_factory, table_name_arg
+from kartoframe.api.read import statistics_for_integers
 from kartoframe.api.write import (
     DatasetMetadataResult,
     MetadataArg,
@@ -41,7 +42,6 @@ from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.scan import ScanPlan, needs_statistics, plan_scan, required_index_columns
 from kartoframe.storage.resolve import (
-    bloom_columns_of,
     dataset_exists,
     load_dataset,
     load_indices,
@@ -123,6 +123,8 @@ def plan_loaded_read(
     loaded = load_indices(st, loaded, sorted(need))
     if needs_statistics(loaded, predicates):
         loaded = load_statistics(st, loaded)
+    else:  # integer dtypes of every partition and meta are decided from the null counts
+        loaded = statistics_for_integers(st, loaded, cols, cats)
     names = loaded.schema.names
     output = list(cols) if cols is not None else list(names)
     plan_cols = output
@@ -426,19 +428,22 @@ def store_dataset_from_ddf(
     2
     """
     from kartoframe.execution import dask_engine as de
+    from kartoframe.execution.dask_write import writer_and_committer
 
     de.dask_modules()
     _check_ddf(ddf, allow_none=False)
     del metadata_merger
     table_name = table_name_arg(table, table_name)
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
-    fmt = check_format(metadata_storage_format)
-    check_metadata_version(metadata_version)
-    check_app_transaction(app_id, app_version)  # before any task writes a file
-    naming.validate_name(table_name, "table_name")
-    pon = str_list(partition_on, "partition_on")
-    sidx = str_list(secondary_indices, "secondary_indices")
+    uuid, st, fmt, pon, sidx = new_dataset_args(
+        dataset_uuid,
+        store,
+        metadata_storage_format=metadata_storage_format,
+        metadata_version=metadata_version,
+        table_name=table_name,
+        partition_on=partition_on,
+        secondary_indices=secondary_indices,
+        app_transaction=(app_id, app_version),  # before any task writes a file
+    )
     if not isinstance(overwrite, bool):
         raise InvalidTypeError("overwrite must be a bool.")
     evolution = _evolution_arg(schema_evolution)
@@ -455,38 +460,25 @@ def store_dataset_from_ddf(
         base=None,
         uuid=uuid,
     )
-    token = _uuid.uuid4().hex
-    writer = de.PartitionWriter(
-        store=st,
-        dataset_uuid=uuid,
-        table_name=table_name,
-        partition_on=tuple(pon),
-        index_columns=tuple(sidx),
+    writer, committer = writer_and_committer(
+        st,
+        uuid,
+        base=None,
+        result=DatasetMetadataResult,
+        partition_on=pon,
+        secondary_indices=sidx,
+        index_columns=sidx,
         serializer=any_serializer_arg(df_serializer),
-        sort_partitions_by=tuple(str_list(sort_partitions_by, "sort_partitions_by")),
-        base_schema=None,
-        token=token,
+        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+        metadata=_resolve_metadata(metadata, {}),
+        storage_format=fmt,
+        table_name=table_name,
+        expect_absent=not overwrite,
         drop_columns=drop,
         schema_evolution=evolution,
-    )
-    committer = de.Committer(
-        store=st,
-        dataset_uuid=uuid,
-        base=None,
-        commit_kwargs={
-            "partition_on": pon,
-            "secondary_indices": sidx,
-            "metadata": _resolve_metadata(metadata, {}),
-            "storage_format": fmt,
-            "table_name": table_name,
-            "expect_absent": not overwrite,
-            "schema_evolution": evolution,
-            "app_id": app_id,
-            "app_version": app_version,
-            "commit_info": commit_info,
-        },
-        result=DatasetMetadataResult,
-        token=token,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
     return de.write_graph(prepared, writer, committer)
 
@@ -581,6 +573,7 @@ def update_dataset_from_ddf(
     ['DE', 'IT']
     """
     from kartoframe.execution import dask_engine as de
+    from kartoframe.execution.dask_write import writer_and_committer
 
     de.dask_modules()
     _check_ddf(ddf, allow_none=True)
@@ -595,23 +588,8 @@ def update_dataset_from_ddf(
     evolution = _evolution_arg(schema_evolution)
     naming.validate_name(table_name, "table_name")
     base = load_dataset(st, uuid) if dataset_exists(st, uuid) else None
-    pon = str_list(partition_on, "partition_on") if partition_on is not None else None
-    if base is not None:
-        bmd = base.metadata
-        if pon is not None and tuple(pon) != bmd.partition_keys:
-            raise InvalidInputError(
-                f"Incompatible set of partition keys encountered: dataset {uuid!r} is "
-                f"partitioned on {list(bmd.partition_keys)}, got {pon}."
-            )
-        pon = list(bmd.partition_keys)
-        if table_name != "table" and table_name != bmd.table_name:
-            raise InvalidInputError(
-                f"table_name {table_name!r} differs from the dataset's table {bmd.table_name!r}."
-            )
-        table_name = bmd.table_name
-    pon = pon or []
-    sidx = str_list(secondary_indices, "secondary_indices")
-    all_idx = sorted(set(sidx) | (base.metadata.index_columns - set(pon) if base else set()))
+    pon, table_name = update_layout(base, uuid, partition_on, table_name)
+    sidx, all_idx = update_indices(base, pon, secondary_indices)
     if ddf is None:
         if base is None:
             raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
@@ -633,40 +611,26 @@ def update_dataset_from_ddf(
             uuid=uuid,
             schema_evolution=evolution,
         )
-    token = _uuid.uuid4().hex
-    writer = de.PartitionWriter(
-        store=st,
-        dataset_uuid=uuid,
-        table_name=table_name,
-        partition_on=tuple(pon),
-        index_columns=tuple(all_idx),
+    writer, committer = writer_and_committer(
+        st,
+        uuid,
+        base=base,
+        result=DatasetMetadataResult,
+        partition_on=pon,
+        secondary_indices=sidx,
+        index_columns=all_idx,
         serializer=any_serializer_arg(df_serializer),
-        sort_partitions_by=tuple(str_list(sort_partitions_by, "sort_partitions_by")),
-        base_schema=base.schema if base is not None else None,
-        token=token,
+        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+        metadata=_resolve_metadata(metadata, base.metadata.metadata if base else {}),
+        storage_format=fmt,
+        table_name=table_name,
+        expect_absent=base is None,
+        remove_labels=remove,
+        create_or_update=True,
         drop_columns=drop,
         schema_evolution=evolution,
-        bloom_filter_columns=bloom_columns_of(base),
-    )
-    committer = de.Committer(
-        store=st,
-        dataset_uuid=uuid,
-        base=base,
-        commit_kwargs={
-            "partition_on": pon,
-            "secondary_indices": sidx,
-            "remove_labels": remove,
-            "metadata": _resolve_metadata(metadata, base.metadata.metadata if base else {}),
-            "storage_format": fmt,
-            "table_name": table_name,
-            "expect_absent": base is None,
-            "create_or_update": True,
-            "schema_evolution": evolution,
-            "app_id": app_id,
-            "app_version": app_version,
-            "commit_info": commit_info,
-        },
-        result=DatasetMetadataResult,
-        token=token,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
     )
     return de.write_graph(prepared, writer, committer)

@@ -23,6 +23,7 @@ from kartoframe.api._args import (
     ensure_store,
     str_list,
 )
+from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
 from kartoframe.api.compat import resolve_factory
 from kartoframe.api.dask import plan_ddf_read
 from kartoframe.api.maintenance import delete_dataset, garbage_collect_dataset
@@ -157,13 +158,15 @@ def store_delayed_as_dataset(
     """
     del metadata_merger
     parts = _tasks(delayed_tasks)
-    uuid = check_uuid(dataset_uuid if dataset_uuid is not None else _uuid.uuid4().hex)
-    st = ensure_store(store)
-    fmt = check_format(metadata_storage_format)
-    check_metadata_version(metadata_version)
-    naming.validate_name(table_name, "table_name")
-    pon = str_list(partition_on, "partition_on")
-    sidx = str_list(secondary_indices, "secondary_indices")
+    uuid, st, fmt, pon, sidx = new_dataset_args(
+        dataset_uuid if dataset_uuid is not None else _uuid.uuid4().hex,
+        store,
+        metadata_storage_format=metadata_storage_format,
+        metadata_version=metadata_version,
+        table_name=table_name,
+        partition_on=partition_on,
+        secondary_indices=secondary_indices,
+    )
     overlap = sorted(set(pon) & set(sidx))
     if overlap:
         raise InvalidInputError(f"Cannot create secondary index on partition columns: {overlap}.")
@@ -171,14 +174,14 @@ def store_delayed_as_dataset(
         raise InvalidTypeError("overwrite must be a bool.")
     if dataset_exists(st, uuid) and not overwrite:
         raise DatasetExistsError(uuid)
+    from kartoframe.execution.dask_write import writer_and_committer
     from kartoframe.execution.delayed_write import write_delayed_graph
 
-    return write_delayed_graph(
-        parts,
-        DatasetMetadataResult,
+    writer, committer = writer_and_committer(
         st,
         uuid,
         base=None,
+        result=DatasetMetadataResult,
         partition_on=pon,
         secondary_indices=sidx,
         index_columns=sidx,
@@ -189,6 +192,7 @@ def store_delayed_as_dataset(
         table_name=table_name,
         expect_absent=not overwrite,
     )
+    return write_delayed_graph(parts, writer, committer)
 
 
 def update_dataset_from_delayed(
@@ -228,35 +232,22 @@ def update_dataset_from_delayed(
     fmt = check_format(metadata_storage_format)
     naming.validate_name(table_name, "table_name")
     base = load_dataset(st, uuid) if dataset_exists(st, uuid) else None
-    pon = str_list(partition_on, "partition_on") if partition_on is not None else None
+    pon, table_name = update_layout(base, uuid, partition_on, table_name)
     if base is not None:
-        md = base.metadata
-        if pon is not None and tuple(pon) != md.partition_keys:
-            raise InvalidInputError(
-                f"Incompatible set of partition keys encountered: dataset {uuid!r} is "
-                f"partitioned on {list(md.partition_keys)}, got {pon}."
-            )
-        pon = list(md.partition_keys)
-        if table_name not in ("table", md.table_name):
-            raise InvalidInputError(
-                f"table_name {table_name!r} differs from the dataset's table {md.table_name!r}."
-            )
-        table_name, fmt = md.table_name, md.storage_format
+        fmt = base.metadata.storage_format
     elif not parts:
         raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
-    pon = pon or []
-    sidx = str_list(secondary_indices, "secondary_indices")
-    all_idx = sorted(set(sidx) | (base.metadata.index_columns - set(pon) if base else set()))
+    sidx, all_idx = update_indices(base, pon, secondary_indices)
     remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
     existing = base.metadata.metadata if base is not None else {}
+    from kartoframe.execution.dask_write import writer_and_committer
     from kartoframe.execution.delayed_write import write_delayed_graph
 
-    return write_delayed_graph(
-        parts,
-        DatasetMetadataResult,
+    writer, committer = writer_and_committer(
         st,
         uuid,
         base=base,
+        result=DatasetMetadataResult,
         partition_on=pon,
         secondary_indices=sidx,
         index_columns=all_idx,
@@ -269,6 +260,7 @@ def update_dataset_from_delayed(
         remove_labels=remove,
         create_or_update=True,
     )
+    return write_delayed_graph(parts, writer, committer)
 
 
 def delete_dataset__delayed(

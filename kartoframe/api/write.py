@@ -17,6 +17,7 @@ from kartoframe.api._args import (
     ensure_store,
     str_list,
 )
+from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
 from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import (
     DatasetExistsError,
@@ -207,13 +208,15 @@ def store_dataframes_as_dataset__iter(
     value), so memory stays bounded by one frame. See
     :func:`store_dataframes_as_dataset` for the parameters.
     """
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
-    fmt = check_format(metadata_storage_format)
-    check_metadata_version(metadata_version)
-    naming.validate_name(table_name, "table_name")
-    pon = str_list(partition_on, "partition_on")
-    sidx = str_list(secondary_indices, "secondary_indices")
+    uuid, st, fmt, pon, sidx = new_dataset_args(
+        dataset_uuid,
+        store,
+        metadata_storage_format=metadata_storage_format,
+        metadata_version=metadata_version,
+        table_name=table_name,
+        partition_on=partition_on,
+        secondary_indices=secondary_indices,
+    )
     ser = any_serializer_arg(df_serializer)
     evolution = _evolution_arg(schema_evolution)
     if _already_committed(st, uuid, app_id, app_version):
@@ -438,23 +441,8 @@ def update_dataset_from_dataframes__iter(
     base = _existing(st, uuid)
     if base is not None and already_committed(base.metadata, app_id, app_version):
         return DatasetMetadataResult(uuid, st)
-    pon = str_list(partition_on, "partition_on") if partition_on is not None else None
-    if base is not None:
-        if pon is not None and tuple(pon) != base.metadata.partition_keys:
-            raise InvalidInputError(
-                f"Incompatible set of partition keys encountered: dataset {uuid!r} is "
-                f"partitioned on {list(base.metadata.partition_keys)}, got {pon}."
-            )
-        pon = list(base.metadata.partition_keys)
-        if table_name != "table" and table_name != base.metadata.table_name:
-            raise InvalidInputError(
-                f"table_name {table_name!r} differs from the dataset's table "
-                f"{base.metadata.table_name!r}."
-            )
-        table_name = base.metadata.table_name
-    pon = pon or []
-    sidx = str_list(secondary_indices, "secondary_indices")
-    all_idx = sorted(set(sidx) | (base.metadata.index_columns - set(pon) if base else set()))
+    pon, table_name = update_layout(base, uuid, partition_on, table_name)
+    sidx, all_idx = update_indices(base, pon, secondary_indices)
     remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
     ser = any_serializer_arg(df_serializer)
     chunks: list[ChunkResult] = []

@@ -10,19 +10,13 @@ raises the first failure.
 from __future__ import annotations
 
 import dataclasses
-import uuid as _uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from kartoframe.errors import InvalidInputError, InvalidTypeError
-from kartoframe.execution import dask_engine as de
 from kartoframe.execution.dask_engine import WriteFailure
-from kartoframe.execution.write import DataSerializer
-from kartoframe.format.dataset import LoadedDataset
-from kartoframe.storage.resolve import bloom_columns_of
-from kartoframe.storage.store import Store
 
 __all__ = ["frames_of", "write_delayed_graph"]
 
@@ -68,66 +62,15 @@ def _commit_all(committer: Any, outcomes: Sequence[Sequence[Any]]) -> Any:
     return committer([o for items in outcomes for o in items])
 
 
-def write_delayed_graph(
-    parts: Sequence[Any],
-    result: Callable[[str, Store], Any],
-    st: Store,
-    uuid: str,
-    *,
-    base: LoadedDataset | None,
-    partition_on: list[str],
-    secondary_indices: list[str],
-    index_columns: list[str],
-    serializer: DataSerializer,
-    sort_partitions_by: list[str],
-    metadata: Mapping[str, Any] | None,
-    storage_format: str,
-    table_name: str,
-    expect_absent: bool,
-    remove_labels: set[str] | None = None,
-    create_or_update: bool = False,
-) -> Any:
+def write_delayed_graph(parts: Sequence[Any], writer: Any, committer: Any) -> Any:
     """A ``Delayed``: one write task per element of ``parts``, then one commit.
 
-    ``result`` turns the committed dataset into the value the graph computes to; the other
-    arguments are those of :class:`~kartoframe.execution.dask_engine.PartitionWriter` and
-    :func:`~kartoframe.execution.write.commit_write`.
+    ``writer`` and ``committer`` are those of
+    :func:`~kartoframe.execution.dask_write.writer_and_committer`.
     """
     from dask.delayed import delayed
 
-    token = _uuid.uuid4().hex
-    writer = de.PartitionWriter(
-        store=st,
-        dataset_uuid=uuid,
-        table_name=table_name,
-        partition_on=tuple(partition_on),
-        index_columns=tuple(index_columns),
-        serializer=serializer,
-        sort_partitions_by=tuple(sort_partitions_by),
-        base_schema=base.schema if base is not None else None,
-        token=token,
-        bloom_filter_columns=bloom_columns_of(base),
-    )
-    kwargs: dict[str, Any] = {
-        "partition_on": partition_on,
-        "secondary_indices": secondary_indices,
-        "metadata": metadata,
-        "storage_format": storage_format,
-        "table_name": table_name,
-        "expect_absent": expect_absent,
-    }
-    if remove_labels:
-        kwargs["remove_labels"] = remove_labels
-    if create_or_update:  # an update of a missing dataset lands as an append if it appears
-        kwargs["create_or_update"] = True
-    committer = de.Committer(
-        store=st,
-        dataset_uuid=uuid,
-        base=base,
-        commit_kwargs=kwargs,
-        result=result,
-        token=token,
-    )
+    token = committer.token
     write = delayed(_ItemsWriter(writer), pure=True)
     outcomes = [
         write(p, i, dask_key_name=(f"kartoframe-write-{token}", i)) for i, p in enumerate(parts)
