@@ -8,20 +8,22 @@ from concurrent.futures import ThreadPoolExecutor
 
 from kartoframe.api._args import StoreInput, ensure_store
 from kartoframe.api.cube import load_cube_datasets
+from kartoframe.api.maintenance import collect_dataset_garbage
 from kartoframe.errors import (
     DatasetExistsError,
     DatasetNotFoundError,
     InvalidInputError,
     InvalidTypeError,
+    InvalidUUIDError,
 )
 from kartoframe.format import naming
 from kartoframe.format.cube import SEPARATOR, Cube, check_datasets, member_from_loaded, str_tuple
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, kartoframe_section, with_kartoframe_section
-from kartoframe.format.statistics import STATISTICS_DIR
 from kartoframe.storage.lifecycle import commit, delete_headers, delete_log, mark_deleted
 from kartoframe.storage.parquet import read_footer
 from kartoframe.storage.resolve import statistics_ref
+from kartoframe.storage.retention import GRACE_HOURS, check_grace
 from kartoframe.storage.store import Store
 
 __all__ = ["cleanup_cube", "collect_stats", "copy_cube", "delete_cube"]
@@ -70,47 +72,115 @@ def delete_cube(cube: Cube, store: StoreInput, datasets: Iterable[str] | None = 
         delete_log(st, loaded.uuid)
 
 
-def cleanup_cube(cube: Cube, store: StoreInput) -> list[str]:
-    """Delete every key under ``<uuid_prefix>++`` that no live dataset of the cube needs.
+def cleanup_cube(
+    cube: Cube,
+    store: StoreInput,
+    *,
+    dry_run: bool = False,
+    grace_hours: float = GRACE_HOURS,
+    force: bool = False,
+) -> list[str]:
+    """Delete the files under ``<uuid_prefix>++`` that no dataset of the cube needs.
 
-    Kept: the keys each discovered dataset's header references and its kartoframe
-    metadata below ``<uuid>/_kartoframe/`` (transaction log; unreferenced statistics files
-    are garbage). Deleted: everything else, including all files of datasets whose header
-    is gone.
+    Safe to run at any time with its defaults, also while cube writes run: it is
+    :func:`kartoframe.garbage_collect_dataset` with ``retention_hours=0`` (the current
+    version only, kartothek's meaning) run on every dataset uuid found under the prefix.
+    For a dataset that exists (a header, or a log that commits it: a create between its
+    log entry and its header exists), deleted are the data, index and statistics files
+    its current version does not reference — nor any version committed while the
+    cleanup runs (each dataset's log is read again after the listing) — and old temp
+    files; its header, ``_common_metadata`` and transaction log stay. For a uuid without
+    a dataset (deleted datasets, failed writes) every file a write of it generates goes,
+    log included. In both cases a file is deleted only if
+
+    * its name is one kartoframe's (or plateau's) writes generate
+      (:mod:`kartoframe.format.generated`): other files under the prefix are never
+      touched;
+    * it is older than ``grace_hours`` by the store's modification time: the files of a
+      ``build_cube``, ``extend_cube``, ``append_to_cube`` or ``update_cube`` written but
+      not yet committed are newer.
+
+    Parameters
+    ----------
+    cube
+        The cube (its ``uuid_prefix`` selects the keys).
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    dry_run
+        Delete nothing; return exactly what the call would delete (the same
+        computation).
+    grace_hours
+        Minimum age of a deleted file (default 1 hour). Shorter windows need ``force``.
+    force
+        Allow ``grace_hours`` below 1 hour. **Unsafe** while any write to the cube runs:
+        its files can be deleted before it commits. A warning is logged (logger
+        ``kartoframe.maintenance``).
 
     Returns
     -------
     list of str
-        The deleted keys.
+        The deleted keys (with ``dry_run``: the keys that would be deleted), sorted.
+
+    Raises
+    ------
+    InvalidInputError
+        ``grace_hours`` is not a finite number >= 0, or below 1 without ``force``, or
+        ``dry_run``/``force`` is not a bool.
+    CorruptMetadataError
+        A dataset's header or log is corrupt (nothing of it is deleted).
     """
-    st = ensure_store(store)
-    garbage = cube_garbage(cube, st)
-    st.delete_many(garbage)
-    return garbage
-
-
-def cube_garbage(cube: Cube, store: StoreInput) -> list[str]:
-    """The keys :func:`cleanup_cube` would delete (sorted), without deleting anything."""
     _check_cube(cube)
     st = ensure_store(store)
-    datasets = load_cube_datasets(st, cube.uuid_prefix)
-    live: set[str] = set()
-    for loaded in datasets.values():
-        live |= dataset_keys(loaded)
-    owners = sorted((d.uuid for d in datasets.values()), key=len, reverse=True)
-    garbage = []
-    for key in st.iter_keys(cube.uuid_prefix + SEPARATOR):
-        if key in live:
+    if not isinstance(dry_run, bool) or not isinstance(force, bool):
+        raise InvalidInputError("dry_run and force must be booleans.")
+    grace = check_grace(grace_hours, force=force, what="cleanup_cube")
+    return prefix_garbage(st, cube.uuid_prefix, grace, dry_run=dry_run)
+
+
+def cube_garbage(
+    cube: Cube, store: StoreInput, *, grace_hours: float = GRACE_HOURS, force: bool = False
+) -> list[str]:
+    """The keys :func:`cleanup_cube` would delete (sorted), without deleting anything."""
+    return cleanup_cube(cube, store, dry_run=True, grace_hours=grace_hours, force=force)
+
+
+def prefix_uuids(store: Store, uuid_prefix: str) -> list[str]:
+    """Every dataset uuid that owns a key under ``<uuid_prefix>++`` (sorted).
+
+    A key ``<uuid>/...`` or a header ``<uuid>.by-dataset-metadata.*`` names its dataset;
+    names that are no valid uuid (foreign folders) are skipped.
+    """
+    found: set[str] = set()
+    for key in store.iter_keys(uuid_prefix + SEPARATOR):
+        head, sep, _ = key.partition("/")
+        if not sep:
+            suffix = next((x for x in naming.HEADER_SUFFIXES.values() if head.endswith(x)), None)
+            if suffix is None:
+                continue
+            head = head[: -len(suffix)]
+        if len(head) > len(uuid_prefix + SEPARATOR):
+            try:
+                found.add(naming.validate_uuid(head))
+            except InvalidUUIDError:  # not a dataset's name
+                continue
+    return sorted(found)
+
+
+def prefix_garbage(
+    store: Store, uuid_prefix: str, grace_hours: float, *, dry_run: bool
+) -> list[str]:
+    """:func:`cleanup_cube` on validated arguments: the dataset garbage collection
+    (:func:`kartoframe.api.maintenance.collect_dataset_garbage`, ``retention_hours=0``) of
+    every uuid under the prefix; the deleted (``dry_run``: deletable) keys, sorted.
+    """
+    deleted: list[str] = []
+    for uuid in prefix_uuids(store, uuid_prefix):
+        try:
+            keys = collect_dataset_garbage(store, uuid, 0.0, grace_hours, dry_run=dry_run)
+        except DatasetNotFoundError:  # deleted while the cleanup ran: nothing to do
             continue
-        owner = next((u for u in owners if key.startswith((u + "/", u + "."))), None)
-        if (
-            owner is not None
-            and key.startswith(f"{owner}/_kartoframe/")
-            and not key.startswith(f"{owner}/{STATISTICS_DIR}/")
-        ):
-            continue
-        garbage.append(key)
-    return sorted(garbage)
+        deleted.extend(keys or ())
+    return sorted(deleted)
 
 
 def collect_stats(

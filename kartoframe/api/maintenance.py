@@ -9,7 +9,6 @@ from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
 from kartoframe.api.compat import resolve_factory
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import (
-    ColumnNotFoundError,
     CommitConflictError,
     DatasetNotFoundError,
     FormatError,
@@ -17,11 +16,8 @@ from kartoframe.errors import (
     KartoframeError,
     StorageError,
 )
-from kartoframe.execution.kernel import read_task_table
-from kartoframe.execution.write import ChunkResult, WrittenPartition, commit_write
+from kartoframe.execution.index_build import commit_index_build, index_file, plan_index_build
 from kartoframe.format import generated, txlog
-from kartoframe.format.index import check_indexable, index_value_pairs
-from kartoframe.plan.scan import plan_scan
 from kartoframe.progress import track
 from kartoframe.storage.lifecycle import delete_headers, delete_log, mark_deleted
 from kartoframe.storage.log import current_state
@@ -38,6 +34,7 @@ from kartoframe.storage.store import Store
 
 __all__ = [
     "build_dataset_indices",
+    "collect_dataset_garbage",
     "delete_dataset",
     "garbage_collect_dataset",
     "leftover_keys",
@@ -137,16 +134,29 @@ def garbage_collect_dataset(
         raise InvalidInputError("dry_run and force must be booleans.")
     hours = check_hours(retention_hours, "retention_hours")
     grace = check_grace(grace_hours, force=force, what="garbage_collect_dataset")
+    keys = collect_dataset_garbage(st, uuid, hours, grace, dry_run=dry_run)
+    if keys is None:
+        raise DatasetNotFoundError(uuid, st.display_url)
+    return keys
+
+
+def collect_dataset_garbage(
+    store: Store, dataset_uuid: str, retention_hours: float, grace_hours: float, *, dry_run: bool
+) -> list[str] | None:
+    """The work of :func:`garbage_collect_dataset` (and, per dataset, of
+    :func:`kartoframe.cleanup_cube`) on validated arguments: delete (``dry_run``: only
+    list) what it deletes, sorted. None if there is neither a dataset nor a file a write
+    of it left.
+    """
+    st, uuid, hours, grace = store, dataset_uuid, retention_hours, grace_hours
     if _absent(st, uuid):
         found = leftover_keys(st, uuid)
         if not found:
-            raise DatasetNotFoundError(uuid, st.display_url)
+            return None
         leftovers = _old_enough(st, uuid, found, grace)
         if not dry_run and leftovers:
             if not _absent(st, uuid):  # created meanwhile: collect normally
-                return garbage_collect_dataset(
-                    uuid, st, hours, dry_run=dry_run, grace_hours=grace, force=force
-                )
+                return collect_dataset_garbage(st, uuid, hours, grace, dry_run=dry_run)
             _delete_leftovers(st, uuid, leftovers)
         return leftovers
     collected = collect_garbage(st, uuid, hours, grace)
@@ -264,42 +274,11 @@ def build_dataset_indices(
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
     cols = str_list(columns, "columns")
-    if not cols:
-        raise InvalidInputError("columns must name at least one column to index.")
-    loaded = load_dataset(st, uuid)
-    md = loaded.metadata
-    missing = [c for c in cols if c not in loaded.schema.names]
-    if missing:
-        raise ColumnNotFoundError(f"Cannot index unknown columns {missing} of {uuid!r}.")
-    bad = [c for c in cols if c in md.partition_keys]
-    if bad:
-        raise InvalidInputError(f"Cannot create secondary index on partition columns: {bad}.")
-    for c in cols:
-        check_indexable(c, loaded.schema.field(c).type)
-    all_cols = sorted(set(cols) | set(md.indices))
-    plan = plan_scan(loaded, columns=all_cols)
+    loaded, all_cols, plan = plan_index_build(st, uuid, cols)
     # rebuild every index from the data so all indices cover all partitions
-    parts = []
-    for task in track(plan.tasks, f"indexing {uuid}", enabled=progress, unit="files"):
-        table = read_task_table(plan, task, st)
-        f = task.files[0]
-        pairs = {c: index_value_pairs(c, table[c], f.label) for c in all_cols}
-        parts.append(WrittenPartition(f.label, f.key, table.num_rows, 0, pairs))
-    chunk = ChunkResult(tuple(parts), None, "index build")
-    # every partition is removed and re-added with its index values: a concurrent write
-    # to any partition conflicts (this build read all of them)
-    rebuilt = commit_write(
-        st,
-        uuid,
-        [chunk],
-        base=loaded,
-        remove_labels=set(md.partitions),
-        secondary_indices=all_cols,
-        storage_format=md.storage_format,
-        table_name=md.table_name,
-        owns_files=False,
-        operation="BUILD_INDEX",
-        operation_parameters={"columns": cols},
-    )
-    del rebuilt
+    parts = [
+        index_file(plan, task, st, all_cols)
+        for task in track(plan.tasks, f"indexing {uuid}", enabled=progress, unit="files")
+    ]
+    commit_index_build(st, loaded, parts, all_cols, cols)
     return DatasetMetadataResult(uuid, st)

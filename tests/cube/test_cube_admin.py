@@ -54,7 +54,9 @@ def test_delete_cube_keeps_other_cubes_and_garbage(cube, full, seed_df):
     kf.delete_cube(cube, full)
     assert set(full.iter_keys("cube++")) == garbage
     assert kf.discover_cube("cube2", full) == other
-    assert kf.cleanup_cube(cube, full) == sorted(garbage)
+    # brand-new files: only a forced cleanup without a grace window deletes them
+    assert kf.cleanup_cube(cube, full) == []
+    assert kf.cleanup_cube(cube, full, grace_hours=0, force=True) == sorted(garbage)
     assert list(full.iter_keys("cube++")) == []
     assert kf.query_cube(other, full)[0].shape == (6, 5)
 
@@ -68,15 +70,25 @@ def _tracked(store, md):
 
 def test_cleanup_removes_only_untracked_keys(cube, full):
     store = full
-    store.put("cube++seed/table/p=0/stray.parquet", b"junk")
-    store.put("cube++gone/table/p=0/orphan.parquet", b"junk")
+    stray = f"cube++seed/table/p=0/{'a' * 32}.parquet"
+    orphan = f"cube++gone/table/p=0/{'b' * 32}.parquet"
+    store.put(stray, b"junk")
+    store.put(orphan, b"junk")
     store.put("cube2++seed/table/x.parquet", b"other cube")
+    store.put(f"cube2++seed/table/{'c' * 32}.parquet", b"other cube")
+    # names no write generates are never deleted, whatever their age
+    foreign = ["cube++seed/table/p=0/stray.parquet", "cube++gone/table/p=0/orphan.parquet"]
+    for key in foreign:
+        store.put(key, b"junk")
     (before,) = kf.query_cube(cube, store)
-    removed = kf.cleanup_cube(cube, store)
-    assert removed == ["cube++gone/table/p=0/orphan.parquet", "cube++seed/table/p=0/stray.parquet"]
+    assert kf.cleanup_cube(cube, store) == []  # brand-new: inside the grace window
+    removed = kf.cleanup_cube(cube, store, grace_hours=0, force=True)
+    assert removed == [orphan, stray]
     assert store.exists("cube2++seed/table/x.parquet")
+    assert store.exists(f"cube2++seed/table/{'c' * 32}.parquet")
+    assert all(store.exists(k) for k in foreign)
     pd.testing.assert_frame_equal(kf.query_cube(cube, store)[0], before)
-    assert kf.cleanup_cube(cube, store) == []
+    assert kf.cleanup_cube(cube, store, grace_hours=0, force=True) == []
 
 
 def test_collect_stats(cube, full, seed_df):
