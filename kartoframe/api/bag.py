@@ -17,18 +17,11 @@ from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
 from kartoframe.api.compat import resolve_factory
 from kartoframe.api.delayed import read_dataset_as_delayed, store_delayed_as_dataset
 from kartoframe.api.write import DatasetMetadataResult
-from kartoframe.errors import ColumnNotFoundError, InvalidInputError, InvalidTypeError
-from kartoframe.execution.kernel import read_task_table
-from kartoframe.execution.write import (
-    ChunkResult,
-    DataSerializer,
-    WrittenPartition,
-    commit_write,
-)
+from kartoframe.errors import InvalidTypeError
+from kartoframe.execution.index_build import commit_index_build, index_file, plan_index_build
+from kartoframe.execution.write import DataSerializer, WrittenPartition
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.index import check_indexable, index_value_pairs
-from kartoframe.plan.scan import ReadTask, ScanPlan, plan_scan
-from kartoframe.storage.resolve import load_dataset
+from kartoframe.plan.scan import ReadTask, ScanPlan
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -148,10 +141,7 @@ def store_bag_as_dataset(
 def _index_file(
     plan: ScanPlan, task: ReadTask, store: Store, columns: Sequence[str]
 ) -> WrittenPartition:
-    table = read_task_table(plan, task, store)
-    f = task.files[0]
-    pairs = {c: index_value_pairs(c, table[c], f.label) for c in columns}
-    return WrittenPartition(f.label, f.key, table.num_rows, 0, pairs)
+    return index_file(plan, task, store, columns)  # its task keys name _index_file
 
 
 def _commit_indices(
@@ -161,21 +151,8 @@ def _commit_indices(
     all_columns: list[str],
     requested: list[str],
 ) -> DatasetMetadataResult:
-    md = loaded.metadata
-    commit_write(
-        store,
-        md.uuid,
-        [ChunkResult(tuple(parts), None, "index build")],
-        base=loaded,
-        remove_labels=set(md.partitions),
-        secondary_indices=all_columns,
-        storage_format=md.storage_format,
-        table_name=md.table_name,
-        owns_files=False,
-        operation="BUILD_INDEX",
-        operation_parameters={"columns": requested},
-    )
-    return DatasetMetadataResult(md.uuid, store)
+    commit_index_build(store, loaded, parts, all_columns, requested)
+    return DatasetMetadataResult(loaded.metadata.uuid, store)
 
 
 def build_dataset_indices__bag(
@@ -211,20 +188,7 @@ def build_dataset_indices__bag(
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
     cols = str_list(columns, "columns")
-    if not cols:
-        raise InvalidInputError("columns must name at least one column to index.")
-    loaded = load_dataset(st, uuid)
-    md = loaded.metadata
-    missing = [c for c in cols if c not in loaded.schema.names]
-    if missing:
-        raise ColumnNotFoundError(f"Cannot index unknown columns {missing} of {uuid!r}.")
-    bad = [c for c in cols if c in md.partition_keys]
-    if bad:
-        raise InvalidInputError(f"Cannot create secondary index on partition columns: {bad}.")
-    for c in cols:
-        check_indexable(c, loaded.schema.field(c).type)
-    all_cols = sorted(set(cols) | set(md.indices))
-    plan = plan_scan(loaded, columns=all_cols)
+    loaded, all_cols, plan = plan_index_build(st, uuid, cols)
     index = delayed(_index_file, pure=False)
     parts = [index(plan, task, st, all_cols) for task in plan.tasks]
     return delayed(_commit_indices, pure=False)(st, loaded, parts, all_cols, cols)

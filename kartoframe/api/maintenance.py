@@ -9,7 +9,6 @@ from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
 from kartoframe.api.compat import resolve_factory
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import (
-    ColumnNotFoundError,
     CommitConflictError,
     DatasetNotFoundError,
     FormatError,
@@ -17,11 +16,8 @@ from kartoframe.errors import (
     KartoframeError,
     StorageError,
 )
-from kartoframe.execution.kernel import read_task_table
-from kartoframe.execution.write import ChunkResult, WrittenPartition, commit_write
+from kartoframe.execution.index_build import commit_index_build, index_file, plan_index_build
 from kartoframe.format import generated, txlog
-from kartoframe.format.index import check_indexable, index_value_pairs
-from kartoframe.plan.scan import plan_scan
 from kartoframe.progress import track
 from kartoframe.storage.lifecycle import delete_headers, delete_log, mark_deleted
 from kartoframe.storage.log import current_state
@@ -278,42 +274,11 @@ def build_dataset_indices(
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
     cols = str_list(columns, "columns")
-    if not cols:
-        raise InvalidInputError("columns must name at least one column to index.")
-    loaded = load_dataset(st, uuid)
-    md = loaded.metadata
-    missing = [c for c in cols if c not in loaded.schema.names]
-    if missing:
-        raise ColumnNotFoundError(f"Cannot index unknown columns {missing} of {uuid!r}.")
-    bad = [c for c in cols if c in md.partition_keys]
-    if bad:
-        raise InvalidInputError(f"Cannot create secondary index on partition columns: {bad}.")
-    for c in cols:
-        check_indexable(c, loaded.schema.field(c).type)
-    all_cols = sorted(set(cols) | set(md.indices))
-    plan = plan_scan(loaded, columns=all_cols)
+    loaded, all_cols, plan = plan_index_build(st, uuid, cols)
     # rebuild every index from the data so all indices cover all partitions
-    parts = []
-    for task in track(plan.tasks, f"indexing {uuid}", enabled=progress, unit="files"):
-        table = read_task_table(plan, task, st)
-        f = task.files[0]
-        pairs = {c: index_value_pairs(c, table[c], f.label) for c in all_cols}
-        parts.append(WrittenPartition(f.label, f.key, table.num_rows, 0, pairs))
-    chunk = ChunkResult(tuple(parts), None, "index build")
-    # every partition is removed and re-added with its index values: a concurrent write
-    # to any partition conflicts (this build read all of them)
-    rebuilt = commit_write(
-        st,
-        uuid,
-        [chunk],
-        base=loaded,
-        remove_labels=set(md.partitions),
-        secondary_indices=all_cols,
-        storage_format=md.storage_format,
-        table_name=md.table_name,
-        owns_files=False,
-        operation="BUILD_INDEX",
-        operation_parameters={"columns": cols},
-    )
-    del rebuilt
+    parts = [
+        index_file(plan, task, st, all_cols)
+        for task in track(plan.tasks, f"indexing {uuid}", enabled=progress, unit="files")
+    ]
+    commit_index_build(st, loaded, parts, all_cols, cols)
     return DatasetMetadataResult(uuid, st)
