@@ -21,6 +21,7 @@ from kartoframe.api._args import (
 )
 from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
 from kartoframe.api.compat import resolve_factory, table_name_arg
+from kartoframe.api.read import statistics_for_integers
 from kartoframe.api.write import (
     DatasetMetadataResult,
     MetadataArg,
@@ -122,6 +123,8 @@ def plan_loaded_read(
     loaded = load_indices(st, loaded, sorted(need))
     if needs_statistics(loaded, predicates):
         loaded = load_statistics(st, loaded)
+    else:  # integer dtypes of every partition and meta are decided from the null counts
+        loaded = statistics_for_integers(st, loaded, cols, cats)
     names = loaded.schema.names
     output = list(cols) if cols is not None else list(names)
     plan_cols = output

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, check_columns_arg, check_uuid, ensure_store, str_list
 from kartoframe.api.compat import resolve_factory
-from kartoframe.errors import InvalidInputError
+from kartoframe.errors import CorruptMetadataError, InvalidInputError
 from kartoframe.execution.kernel import (
     iter_plan_batches,
     read_plan_table,
@@ -19,6 +19,7 @@ from kartoframe.execution.kernel import (
 )
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader
+from kartoframe.plan.integers import integer_statistics_needed
 from kartoframe.plan.scan import (
     ScanPlan,
     index_lookups,
@@ -189,10 +190,15 @@ def plan_read(
     dates_as_object: bool = True,
     version: int | None = None,
     as_of: object = None,
+    consistent_integers: bool = True,
 ) -> tuple[ScanPlan, Store]:
     """Resolve and plan a read (loads the header, the schema and the needed indices).
 
     ``version`` / ``as_of`` select a past version (see :func:`read_table`).
+    ``consistent_integers`` decides at planning time which integer columns every frame
+    returns as pandas nullable integers (see :mod:`kartoframe.plan.integers`; loads the
+    per-file statistics when that needs them); False for a read converted into one frame,
+    whose own nulls decide.
     """
     st = ensure_store(store)
     loaded = load_dataset(st, check_uuid(dataset_uuid), version=version, as_of=as_of)
@@ -201,17 +207,44 @@ def plan_read(
     need = required_index_columns(loaded, predicates, dispatch)
     # equality lookups read only the index rows of their values: this plan alone uses them
     loaded = load_indices(st, loaded, need, only=index_lookups(loaded, predicates, dispatch))
+    cats = str_list(categoricals, "categoricals")
     if needs_statistics(loaded, predicates):
         loaded = load_statistics(st, loaded)
+    elif consistent_integers:
+        loaded = statistics_for_integers(st, loaded, cols, cats)
     plan = plan_scan(
         loaded,
         columns=cols,
         predicates=predicates,
         dispatch_by=dispatch,
-        categoricals=str_list(categoricals, "categoricals"),
+        categoricals=cats,
         dates_as_object=dates_as_object,
+        consistent_integers=consistent_integers,
     )
     return plan, st
+
+
+def statistics_for_integers(
+    store: Store,
+    loaded: LoadedDataset,
+    columns: Sequence[str] | None,
+    categoricals: Sequence[str] = (),
+) -> LoadedDataset:
+    """``loaded`` with its per-file statistics if a read of ``columns`` needs their null
+    counts to type integer columns (see :func:`kartoframe.plan.integers.nullable_integer_columns`).
+
+    A statistics file that is missing or cannot be decoded reads as "no statistics" here
+    (every integer column that may hold nulls is then read as a nullable integer): typing
+    must not fail a read that pruning does not need the statistics for.
+    """
+    if loaded.statistics is not None or not integer_statistics_needed(
+        loaded.schema, columns, loaded.metadata.partition_keys, categoricals
+    ):
+        return loaded
+    try:
+        return load_statistics(store, loaded)
+    except CorruptMetadataError:
+        return loaded
 
 
 def _check_pushdown(predicate_pushdown_to_io: object) -> None:
@@ -294,6 +327,7 @@ def read_table(
         dates_as_object=dates_as_object,
         version=version,
         as_of=as_of,
+        consistent_integers=False,  # one frame: its own nulls decide
     )
     if progress_enabled(progress):
         n_files = sum(len(t.files) for t in plan.tasks)

@@ -87,7 +87,10 @@ def query_dataset(
     if partition_by:
         return _query_groups(target, cols, predicates, partition_by, limit, budget, progress)
     stop = limit if limit is not None else None if budget is None else budget + 1
-    plan, st = plan_read(target.name, target.store, columns=cols, predicates=predicates)
+    # one frame: its own nulls decide the integer dtypes (no statistics to load for that)
+    plan, st = plan_read(
+        target.name, target.store, columns=cols, predicates=predicates, consistent_integers=False
+    )
     n_files = sum(len(t.files) for t in plan.tasks)
     tables = []
     rows = 0

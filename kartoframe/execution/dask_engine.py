@@ -292,6 +292,7 @@ def plan_token(plan: ScanPlan, store: Store, *extra: object) -> str:
         predicate,
         plan.categoricals,
         plan.dates_as_object,
+        plan.nullable_integers,
         *extra,
     )
 

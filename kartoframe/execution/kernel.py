@@ -75,12 +75,15 @@ def iter_plan_batches(
 
 
 def to_frame(plan: ScanPlan, table: pa.Table) -> pd.DataFrame:
-    """Convert a scan result to pandas with the plan's dtype options."""
+    """Convert a scan result to pandas with the plan's dtype options (the same dtypes
+    for every frame of a read: integer columns follow ``plan.nullable_integers``).
+    """
     return table_to_frame(
         table,
         plan.schema,
         categoricals=plan.categoricals,
         dates_as_object=plan.dates_as_object,
+        nullable_integers=plan.nullable_integers,
     )
 
 

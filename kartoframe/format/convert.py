@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,7 +22,13 @@ import pyarrow.compute as pc
 from kartoframe.errors import InvalidInputError, InvalidTypeError, SchemaError
 from kartoframe.format.schema import PANDAS_KEY, pandas_metadata
 
-__all__ = ["frame_to_table", "pandas_read_schema", "storage_table", "table_to_frame"]
+__all__ = [
+    "declares_missing_values",
+    "frame_to_table",
+    "pandas_read_schema",
+    "storage_table",
+    "table_to_frame",
+]
 
 
 def frame_to_table(df: object, *, what: str = "DataFrame") -> pa.Table:
@@ -136,26 +142,37 @@ _NULLABLE_INTEGERS = {
 }
 
 
-def _nullable_integer_records(
-    table: pa.Table, records: dict[str, dict[str, Any]]
-) -> dict[str, dict[str, Any]]:
-    """Pandas metadata records that read integer columns holding nulls as pandas nullable
-    integers (``Int64``), never as ``float64`` (which changes values above 2**53).
+def declares_missing_values(numpy_type: object) -> bool:
+    """Whether a pandas-metadata ``numpy_type`` names a dtype with a missing value.
 
-    Columns whose records already name a dtype with a missing value (``Int64``,
-    ``int64[pyarrow]``) keep it; columns without nulls keep their numpy dtype (cost: one
-    ``null_count`` per integer column).
+    pandas extension dtypes are capitalised (``Int64``, ``UInt8``, ``Float64``), pyarrow
+    backed ones end in ``[pyarrow]``; numpy's (``int64``) are neither.
+    """
+    return isinstance(numpy_type, str) and (
+        numpy_type[:1].isupper() or numpy_type.endswith("[pyarrow]")
+    )
+
+
+def _nullable_integer_records(
+    table: pa.Table, records: dict[str, dict[str, Any]], nullable_integers: Collection[str]
+) -> dict[str, dict[str, Any]]:
+    """Pandas metadata records that read integer columns as pandas nullable integers
+    (``Int64``), never as ``float64`` (which changes values above 2**53).
+
+    Columns in ``nullable_integers`` (decided for the whole read by the plan, see
+    :mod:`kartoframe.plan.integers`) are converted with or without nulls; other integer
+    columns holding nulls too (cost: one ``null_count`` per integer column), so a frame
+    never gets floats even where the plan's information was wrong. Columns whose records
+    already name a dtype with a missing value (``Int64``, ``int64[pyarrow]``) keep it.
     """
     out: dict[str, dict[str, Any]] = {}
     for field, column in zip(table.schema, table.columns):
         nullable = _NULLABLE_INTEGERS.get(field.type)
-        if nullable is None or column.null_count == 0:
+        if nullable is None or (field.name not in nullable_integers and column.null_count == 0):
             continue
         rec = records.get(field.name)
         numpy_type = rec.get("numpy_type") if rec is not None else None
-        if isinstance(numpy_type, str) and (
-            numpy_type[:1].isupper() or numpy_type.endswith("[pyarrow]")
-        ):
+        if declares_missing_values(numpy_type):
             continue
         base = rec or {
             "name": field.name,
@@ -216,6 +233,7 @@ def table_to_frame(
     *,
     categoricals: Sequence[str] = (),
     dates_as_object: bool = True,
+    nullable_integers: Collection[str] = (),
 ) -> pd.DataFrame:
     """Convert a scan result to pandas using the dataset's pandas metadata.
 
@@ -229,13 +247,17 @@ def table_to_frame(
         Columns to return as ``pandas.Categorical``.
     dates_as_object
         ``date`` columns as ``datetime.date`` objects (else ``datetime64``).
+    nullable_integers
+        Integer columns returned as pandas nullable integers (``Int64``) even without
+        nulls (a read's plan decides them for all its frames); other integer columns are
+        nullable integers only where they hold nulls.
     """
     if table.num_columns == 0:
         return pd.DataFrame(index=pd.RangeIndex(table.num_rows))
     meta = pandas_metadata(schema) or {}
     records = {r["name"]: r for r in meta.get("columns", []) if isinstance(r, dict)}
     names = table.column_names
-    records = {**records, **_nullable_integer_records(table, records)}
+    records = {**records, **_nullable_integer_records(table, records, nullable_integers)}
     sub = dict(meta)
     sub["columns"] = [records[n] for n in names if n in records]
     sub["index_columns"] = []

@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from kartoframe.errors import ColumnNotFoundError, InvalidInputError
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.index import index_from_embedded
+from kartoframe.plan.integers import nullable_integer_columns
 from kartoframe.plan.predicates import (
     Literal,
     Predicate,
@@ -71,6 +72,9 @@ class ScanPlan:
     categoricals: tuple[str, ...] = ()
     dates_as_object: bool = True
     stats: PruneStats = dataclasses.field(default_factory=lambda: PruneStats(0, 0, 0))
+    #: integer columns every frame returns as pandas nullable integers (``Int64``), decided
+    #: at planning time (see :mod:`kartoframe.plan.integers`)
+    nullable_integers: tuple[str, ...] = ()
 
     def output_schema(self) -> pa.Schema:
         """Schema of the result (projection of the dataset schema, in output order)."""
@@ -177,6 +181,7 @@ def plan_scan(
     dates_as_object: bool = True,
     labels: Sequence[str] | None = None,
     dispatch_nulls: bool = True,
+    consistent_integers: bool = True,
 ) -> ScanPlan:
     """Plan a read of a loaded dataset.
 
@@ -201,6 +206,11 @@ def plan_scan(
         When dispatching by a secondary-index column, add a last group (value None)
         holding the rows whose value is null, so no row is lost (indices do not list
         nulls). False drops those rows (needed for a sorted index with known divisions).
+    consistent_integers
+        Decide here which integer columns every frame returns as pandas nullable integers
+        (:func:`kartoframe.plan.integers.nullable_integer_columns`, from the loaded
+        statistics), so all frames of the read agree. False for reads converted into one
+        frame (whose own nulls then decide) or never converted to pandas.
     """
     md, schema = loaded.metadata, loaded.schema
     if columns is not None:
@@ -220,6 +230,11 @@ def plan_scan(
     pk = md.partition_keys
     parts = [FilePart(lb, md.partitions[lb], partition_values(lb, pk, schema)) for lb in kept]
     tasks = _dispatch(parts, dispatch_by, pk, schema, indices, dispatch_nulls)
+    nullable = (
+        nullable_integer_columns(schema, out_cols, parts, pk, loaded.statistics, cats)
+        if consistent_integers
+        else ()
+    )
     return ScanPlan(
         dataset_uuid=md.uuid,
         table_name=md.table_name,
@@ -231,6 +246,7 @@ def plan_scan(
         categoricals=cats,
         dates_as_object=dates_as_object,
         stats=stats,
+        nullable_integers=nullable,
     )
 
 
