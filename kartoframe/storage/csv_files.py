@@ -31,7 +31,12 @@ from kartoframe.errors import (
 )
 from kartoframe.format.arrow_memory import reader
 from kartoframe.format.naming import PARQUET_SUFFIX
-from kartoframe.storage.parquet import read_files
+from kartoframe.storage.parquet import (
+    data_key_location,
+    empty_table,
+    partition_expression,
+    read_files,
+)
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -129,11 +134,22 @@ def write_csv(store: Store, key: str, table: pa.Table, serializer: CsvSerializer
     return len(data)
 
 
+def _parse_options() -> pacsv.ParseOptions:
+    return pacsv.ParseOptions(delimiter=SEPARATOR, newlines_in_values=True)
+
+
+def _convert_options(schema: pa.Schema | None) -> pacsv.ConvertOptions:
+    """Columns typed by ``schema`` where it names them with a type other than null."""
+    types = (
+        {} if schema is None else {f.name: f.type for f in schema if not pa.types.is_null(f.type)}
+    )
+    return pacsv.ConvertOptions(column_types=types, strings_can_be_null=True)
+
+
 def _csv_format(schema: pa.Schema) -> ds.CsvFileFormat:
-    types = {f.name: f.type for f in schema if not pa.types.is_null(f.type)}
     return ds.CsvFileFormat(
-        parse_options=pacsv.ParseOptions(delimiter=SEPARATOR, newlines_in_values=True),
-        convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
+        parse_options=_parse_options(),
+        convert_options=_convert_options(schema),
         read_options=pacsv.ReadOptions(encoding="utf8"),
     )
 
@@ -162,20 +178,14 @@ def read_csv_files(
     fmt = _csv_format(schema)
     fragments = []
     for i, key in enumerate(keys):
-        e: pc.Expression = pc.scalar(True)
-        for col, value in (partition_values or [()] * len(keys))[i]:
-            e = e & (pc.field(col) == pa.scalar(value, type=schema.field(col).type))
-        parts = key.split("/")
-        where = {
-            "dataset_uuid": parts[0],
-            "partition": "/".join(parts[2:-1]) if len(parts) > 3 else "",
-            "key": key,
-        }
+        e = partition_expression(schema, (partition_values or [()] * len(keys))[i])
+        uuid, partition = data_key_location(key)
+        where = {"dataset_uuid": uuid, "partition": partition, "key": key}
         try:
             data = store.get(key)
         except FileNotFoundError as err:
             raise MissingDataFileError(
-                f"Data file {key!r} of dataset {parts[0]!r} in {store.display_url} is "
+                f"Data file {key!r} of dataset {uuid!r} in {store.display_url} is "
                 "missing: the header references it but the store has no such object.",
                 **where,
             ) from err
@@ -190,21 +200,16 @@ def read_csv_files(
             raise
         except (pa.ArrowException, OSError, EOFError, ValueError) as err:
             if isinstance(err, pa.ArrowInvalid) and "Empty CSV file" in str(err):
-                fragments.append(_empty(schema, cols))  # a frame without columns or rows
+                fragments.append(empty_table(schema, cols))  # a frame without columns or rows
                 continue
             raise CorruptDataError(
-                f"Data file {key!r} of dataset {parts[0]!r} in {store.display_url} cannot be "
+                f"Data file {key!r} of dataset {uuid!r} in {store.display_url} cannot be "
                 f"read as CSV with the dataset's schema: {type(err).__name__}: {err}",
                 **where,
             ) from err
     if not fragments:
-        return _empty(schema, cols)
+        return empty_table(schema, cols)
     return pa.concat_tables(fragments)
-
-
-def _empty(schema: pa.Schema, columns: list[str] | None) -> pa.Table:
-    names = columns if columns is not None else schema.names
-    return pa.schema([schema.field(c) for c in names], metadata=schema.metadata).empty_table()
 
 
 def read_data_files(
@@ -247,14 +252,9 @@ def csv_file_table(data: bytes, key: str, schema: pa.Schema | None) -> pa.Table:
     """
     if key.endswith(".gz"):
         data = gzip.decompress(data)
-    types = (
-        {} if schema is None else {f.name: f.type for f in schema if not pa.types.is_null(f.type)}
-    )
     try:
         return pacsv.read_csv(
-            reader(data),
-            parse_options=pacsv.ParseOptions(delimiter=SEPARATOR, newlines_in_values=True),
-            convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
+            reader(data), parse_options=_parse_options(), convert_options=_convert_options(schema)
         )
     except pa.ArrowInvalid as e:
         if "Empty CSV file" in str(e):

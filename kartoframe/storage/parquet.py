@@ -15,7 +15,14 @@ from kartoframe.errors import CorruptDataError, KartoframeError, MissingDataFile
 from kartoframe.format.arrow_memory import reader
 from kartoframe.storage.store import Store, local_makedirs
 
-__all__ = ["read_files", "read_footer", "write_table"]
+__all__ = [
+    "data_key_location",
+    "empty_table",
+    "partition_expression",
+    "read_files",
+    "read_footer",
+    "write_table",
+]
 
 
 def write_table(
@@ -53,6 +60,28 @@ def write_table(
     return len(data)
 
 
+def partition_expression(schema: pa.Schema, values: Sequence[tuple[str, Any]]) -> pc.Expression:
+    """The expression a file's partition values (``[(column, value), ...]``) stand for,
+    typed by the dataset ``schema`` (true for no values).
+    """
+    e: pc.Expression = pc.scalar(True)
+    for col, value in values:
+        e = e & (pc.field(col) == pa.scalar(value, type=schema.field(col).type))
+    return e
+
+
+def empty_table(schema: pa.Schema, columns: Sequence[str] | None) -> pa.Table:
+    """No rows, the ``columns`` of the dataset ``schema`` (all if None)."""
+    names = list(columns) if columns is not None else schema.names
+    return pa.schema([schema.field(c) for c in names], metadata=schema.metadata).empty_table()
+
+
+def data_key_location(key: str) -> tuple[str, str]:
+    """``(dataset uuid, partition path)`` of a data key (``""``: no partition keys)."""
+    parts = key.split("/")
+    return parts[0], "/".join(parts[2:-1]) if len(parts) > 3 else ""
+
+
 def _read_files(
     store: Store,
     keys: Sequence[str],
@@ -63,23 +92,10 @@ def _read_files(
     filter: pc.Expression | None = None,
     use_threads: bool = True,
 ) -> pa.Table:
-    """Scan Parquet objects as one table with the dataset ``schema``.
-
-    Data files may hold narrower types (int8 for int64, ``large_string`` for
-    ``string``), lack columns (filled with nulls) or carry stray pandas index columns
-    (ignored); partition columns absent from the files are materialised from
-    ``partition_values``. ``filter`` prunes row groups by their statistics and filters
-    rows. File order is kept.
-    """
+    """The scan of :func:`read_files`, its errors as Arrow and the store raise them."""
     if not keys:
-        cols = list(columns) if columns is not None else schema.names
-        return pa.schema([schema.field(c) for c in cols], metadata=schema.metadata).empty_table()
-    exprs = []
-    for pv in partition_values or [()] * len(keys):
-        e: pc.Expression = pc.scalar(True)
-        for col, value in pv:
-            e = e & (pc.field(col) == pa.scalar(value, type=schema.field(col).type))
-        exprs.append(e)
+        return empty_table(schema, columns)
+    exprs = [partition_expression(schema, pv) for pv in partition_values or [()] * len(keys)]
     cols = list(columns) if columns is not None else None
     if not store.is_local:
         return _read_fetched(store, keys, schema, exprs, cols, filter, use_threads)
@@ -158,9 +174,7 @@ def read_files(
 
 def _describe(store: Store, key: str) -> tuple[str, str, str]:
     """``(dataset uuid, partition path, description)`` of a data key."""
-    parts = key.split("/")
-    uuid = parts[0]
-    partition = "/".join(parts[2:-1]) if len(parts) > 3 else ""
+    uuid, partition = data_key_location(key)
     where = f"partition {partition!r}" if partition else "no partition keys"
     return uuid, partition, f"{key!r} ({where}) of dataset {uuid!r} in {store.display_url}"
 
