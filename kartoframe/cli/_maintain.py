@@ -287,15 +287,30 @@ def delete_command(name: str, datasets: tuple[str, ...], yes: bool, kind: Kind) 
 
 @click.command("cleanup")
 @click.argument("cube")
+@click.option(
+    "--grace-hours",
+    type=click.FloatRange(min=0),
+    default=GRACE_HOURS,
+    show_default=True,
+    help="Keep files younger than H hours (writes in progress); below 1 needs --force.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Allow --grace-hours below 1: only when no write to the cube is running.",
+)
 @DRY_RUN_OPTION
 @YES_OPTION
 @json_option
-def cleanup_command(cube: str, dry_run: bool, yes: bool) -> None:
-    r"""Delete every file under CUBE++ that no dataset of the cube references.
+def cleanup_command(cube: str, grace_hours: float, force: bool, dry_run: bool, yes: bool) -> None:
+    r"""Delete the files under CUBE++ that no dataset of the cube needs.
 
-    This also removes what deleted datasets left behind and files of failed writes. A
-    cube whose seed dataset is gone cannot be used any more: its remaining datasets are
-    deleted too. Do not run it while a write to the cube is in progress.
+    This removes what overwritten partitions, deleted datasets and failed writes left
+    behind: only files with the names kartoframe's writes generate and older than
+    --grace-hours (writes in progress are newer), so cleanup is safe to run at any time.
+    Other files under the prefix are never touched. A cube whose seed dataset is gone
+    cannot be used any more: its remaining datasets are deleted too. --dry-run lists
+    exactly what the same command deletes.
 
     \b
     Examples:
@@ -303,24 +318,38 @@ def cleanup_command(cube: str, dry_run: bool, yes: bool) -> None:
       kartoframe ./data cleanup geo --yes
     """
     import kartoframe as kf
+    from kartoframe.api.cube_admin import prefix_garbage
+    from kartoframe.storage.retention import check_grace
 
     ctx = get_ctx()
     target = resolve(ctx.store(), cube, "cube", seedless_ok=True)
-    from kartoframe.api.cube_admin import cube_garbage
+    st = target.store
+    try:
+        grace = check_grace(grace_hours, force=force, what="cleanup")
+    except kf.InvalidInputError as e:
+        raise BadInput(f"{e} (on the command line: --force)") from None
+    seedless = [md.uuid for _, md in sorted(target.datasets.items())] if target.cube is None else []
+
+    def collect(preview: bool) -> list[str]:
+        # one library call computes both: the preview is what the action deletes
+        removed: set[str] = set()
+        for uuid in seedless:
+            removed |= _dataset_files(st, uuid)
+            if not preview:
+                kf.delete_dataset(uuid, st)
+        removed |= set(prefix_garbage(st, cube, grace, dry_run=preview))
+        return sorted(removed)
 
     with working(f"listing unreferenced files under {cube}{SEPARATOR}"):
-        if target.cube is None:
-            garbage = sorted(target.store.iter_keys(cube + SEPARATOR))
-        else:
-            garbage = cube_garbage(target.cube, target.store)
+        garbage = collect(True)
     if dry_run or not garbage:
         report_deletion(garbage, dry_run=dry_run)
         return
-    if target.cube is None:
+    if seedless:
         question = (
             f"Cube {cube!r} has no seed dataset: delete its datasets "
-            f"{', '.join(sorted(target.datasets))} and every file under {cube}{SEPARATOR} "
-            f"({plural(len(garbage), 'file')})?"
+            f"{', '.join(sorted(target.datasets))} and the files under {cube}{SEPARATOR} "
+            f"no dataset needs ({plural(len(garbage), 'file')})?"
         )
     else:
         question = (
@@ -329,15 +358,23 @@ def cleanup_command(cube: str, dry_run: bool, yes: bool) -> None:
         )
     confirm(question, yes)
     with working(f"deleting unreferenced files under {cube}{SEPARATOR}"):
-        if target.cube is None:
-            for md in target.datasets.values():
-                kf.delete_dataset(md.uuid, target.store)
-            rest = sorted(target.store.iter_keys(cube + SEPARATOR))
-            target.store.delete_many(rest)
-            deleted = sorted(set(garbage) | set(rest))
-        else:
-            deleted = kf.cleanup_cube(target.cube, target.store)
+        deleted = collect(False)
     report_deletion(deleted, dry_run=False)
+
+
+def _dataset_files(store: Store, uuid: str) -> set[str]:
+    """The existing files :func:`kartoframe.delete_dataset` removes."""
+    from kartoframe.errors import KartoframeError
+    from kartoframe.format import txlog
+    from kartoframe.storage.resolve import load_dataset
+    from kartoframe.storage.retention import dataset_keys
+
+    keys = set(dataset_keys(store, uuid))
+    try:
+        referenced = txlog.referenced_keys(load_dataset(store, uuid).metadata)
+    except KartoframeError:  # corrupt: delete_dataset removes the generated names
+        return keys
+    return keys | {k for k in referenced - keys if store.exists(k)}
 
 
 # -- copy ----------------------------------------------------------------------------------

@@ -219,8 +219,9 @@ def test_conflict_and_destructive_commands(local_store, tmp_path) -> None:
     stray.write_bytes(b"not parquet")
     two_hours_ago = time.time() - 7200
     os.utime(stray, (two_hours_ago, two_hours_ago))
-    cube_stray = local_store / "geo++seed" / "table" / "orphan.parquet"
+    cube_stray = local_store / "geo++seed" / "table" / f"{'1' * 32}.parquet"
     cube_stray.write_bytes(b"x")
+    os.utime(cube_stray, (two_hours_ago, two_hours_ago))
 
     assert _ok(run(s, "copy", "sales", "--to", str(backup))).stdout.startswith("Copied")
     refused = run_many(

@@ -62,15 +62,37 @@ def _text(args: list[str], capsys) -> str:
 
 def test_deletion_messages_agree(local_store, capsys) -> None:
     s = str(local_store)
-    stray = local_store / "geo++seed" / "table" / "orphan.parquet"
+    # a data file name a write generates, older than cleanup's grace window; and a
+    # foreign file, never deleted
+    stray = local_store / "geo++seed" / "table" / f"{'1' * 32}.parquet"
     stray.write_bytes(b"x")
+    two_hours_ago = time.time() - 7200
+    os.utime(stray, (two_hours_ago, two_hours_ago))
+    foreign = local_store / "geo++seed" / "table" / "orphan.parquet"
+    foreign.write_bytes(b"x")
+    os.utime(foreign, (two_hours_ago, two_hours_ago))
     for args in (["gc", "sales", "--dry-run"], ["gc", "sales", "--yes"], ["vacuum", "sales"]):
         assert _text([s, *args], capsys) == "Nothing to delete.\n", args
     assert _text([s, "vacuum", "sales", "--dry-run"], capsys) == "Nothing to delete.\n"
     dry = _text([s, "cleanup", "geo", "--dry-run"], capsys)
-    assert dry == "geo++seed/table/orphan.parquet\nWould delete 1 file.\n"
+    assert dry == f"geo++seed/table/{'1' * 32}.parquet\nWould delete 1 file.\n"
     assert _text([s, "cleanup", "geo", "--yes"], capsys) == "Deleted 1 file.\n"
     assert _text([s, "cleanup", "geo", "--yes"], capsys) == "Nothing to delete.\n"
+    assert foreign.exists() and not stray.exists()
+
+
+def test_cleanup_keeps_new_files_unless_forced(local_store, capsys) -> None:
+    """A file of a cube write in progress is younger than the grace window."""
+    s = str(local_store)
+    fresh = local_store / "geo++seed" / "table" / f"{'2' * 32}.parquet"
+    fresh.write_bytes(b"x")
+    assert _text([s, "cleanup", "geo", "--yes"], capsys) == "Nothing to delete.\n"
+    assert main([s, "cleanup", "geo", "--grace-hours", "0", "--yes"]) == EXIT_BAD_INPUT
+    assert "--force" in capsys.readouterr().err
+    assert fresh.exists()
+    done = _json([s, "cleanup", "geo", "--grace-hours", "0", "--force", "-y", "--json"], capsys)
+    assert done == {"deleted": [f"geo++seed/table/{'2' * 32}.parquet"], "dry_run": False}
+    assert len(kf.query_cube(CUBE, s)[0]) == 3
 
 
 def test_delete_refuses_the_seed_alone(local_store, capsys) -> None:
