@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from kartoframe.cli._common import BadInput
+from kartoframe.plan.conditions import bool_word
 
 __all__ = ["GRAMMAR", "parse_predicates", "to_cube_conditions"]
 
@@ -263,12 +264,10 @@ class _Parser:
 
 
 def _parse_bool(x: str) -> bool:
-    low = x.lower()
-    if low in ("0", "f", "n", "false", "no"):
-        return False
-    if low in ("1", "t", "y", "true", "yes"):
-        return True
-    raise ValueError("expected true or false")
+    value = bool_word(x)
+    if value is None:
+        raise ValueError("expected true or false")
+    return value
 
 
 def _read_value(raw: str, t: pa.DataType) -> Any:

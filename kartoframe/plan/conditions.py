@@ -192,13 +192,23 @@ _CONDITION_RE = re.compile(
 )
 
 
-def _parse_bool(x: str) -> bool:
+def bool_word(x: str) -> bool | None:
+    """The boolean a word of a condition stands for (``1 t y true yes`` / ``0 f n false
+    no``, any case), or None for any other word.
+    """
     low = x.lower()
     if low in ("0", "f", "n", "false", "no"):
         return False
     if low in ("1", "t", "y", "true", "yes"):
         return True
-    raise ValueError(f"Cannot parse bool: {x}")
+    return None
+
+
+def _parse_bool(x: str) -> bool:
+    value = bool_word(x)
+    if value is None:
+        raise ValueError(f"Cannot parse bool: {x}")
+    return value
 
 
 def _unquote(x: str) -> str:
