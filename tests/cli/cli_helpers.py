@@ -112,3 +112,30 @@ def fill_store(store: kf.Store | str) -> None:
         metadata={"owner": "cli-tests"},
     )
     kf.build_cube({"seed": SEED, "enrich": ENRICH}, CUBE, store, partition_on={"enrich": []})
+
+
+def run_on_a_terminal(args: Sequence[str]) -> tuple[int, str, str]:
+    """Run with standard error on a pseudo terminal; (exit code, stdout, what stderr drew)."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [str(BIN), *args],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        stdin=subprocess.DEVNULL,
+        env=cli_env({"COLUMNS": "120", "TERM": "xterm"}),
+    )
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    stdout, _ = proc.communicate(timeout=60)
+    os.close(master)
+    return proc.returncode, stdout.decode(), b"".join(chunks).decode("utf-8", "replace")

@@ -9,7 +9,7 @@ import time
 
 import pandas as pd
 import pytest
-from cli_helpers import BIN, SALES, Result, cli_env, run, run_many
+from cli_helpers import BIN, SALES, Result, cli_env, run, run_many, run_on_a_terminal
 
 import kartoframe as kf
 from kartoframe.cli import main
@@ -308,33 +308,10 @@ def test_help_has_examples_for_every_command(capsys) -> None:
 @pytest.mark.parametrize("flag", [None, "--no-progress"])
 def test_progress_bar_only_on_a_terminal(shared_store, flag) -> None:
     """A terminal on standard error gets a bar; a pipe (the other tests) gets none."""
-    import os
-    import pty
-
-    master, slave = pty.openpty()
     args = [str(shared_store), *([flag] if flag else []), "query", "sales", "-f", "csv"]
-    proc = subprocess.Popen(
-        [str(BIN), *args],
-        stdout=subprocess.PIPE,
-        stderr=slave,
-        stdin=subprocess.DEVNULL,
-        env=cli_env({"COLUMNS": "120", "TERM": "xterm"}),
-    )
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    stdout, _ = proc.communicate(timeout=60)
-    os.close(master)
-    assert proc.returncode == 0
-    err = b"".join(chunks).decode("utf-8", "replace")
-    assert len(pd.read_csv(io.StringIO(stdout.decode()))) == 6
+    returncode, stdout, err = run_on_a_terminal(args)
+    assert returncode == 0
+    assert len(pd.read_csv(io.StringIO(stdout))) == 6
     if flag is None:
         assert "reading sales" in err and "5/5" in err
     else:

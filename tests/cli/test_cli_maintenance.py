@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import subprocess
 import time
 
 import pytest
-from cli_helpers import BIN, CUBE, SALES, cli_env
+from cli_helpers import CUBE, SALES, run_on_a_terminal
 
 import kartoframe as kf
 from kartoframe.cli import main
@@ -149,54 +148,27 @@ def test_json_output_without_a_terminal_is_only_json(local_store, capsys) -> Non
         json.loads(captured.out)
 
 
-def _on_a_terminal(args: list[str]) -> tuple[int, str, str]:
-    """Run with standard error on a pseudo terminal; (exit code, stdout, what stderr drew)."""
-    import pty
-
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(
-        [str(BIN), *args],
-        stdout=subprocess.PIPE,
-        stderr=slave,
-        stdin=subprocess.DEVNULL,
-        env=cli_env({"COLUMNS": "120", "TERM": "xterm"}),
-    )
-    os.close(slave)
-    chunks = []
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        chunks.append(data)
-    stdout, _ = proc.communicate(timeout=60)
-    os.close(master)
-    return proc.returncode, stdout.decode(), b"".join(chunks).decode("utf-8", "replace")
-
-
 @pytest.mark.slow
-def test_long_operations_say_what_they_do_on_a_terminal(local_store) -> None:
+def test_long_operations_say_what_they_dorun_on_a_terminal(local_store) -> None:
     s = str(local_store)
-    code, out, drawn = _on_a_terminal([s, "gc", "sales", "--dry-run", "--json"])
+    code, out, drawn = run_on_a_terminal([s, "gc", "sales", "--dry-run", "--json"])
     assert code == 0 and json.loads(out) == {"deleted": [], "dry_run": True}
     assert "reading sales in file://" in drawn and "listing unreferenced files of sales" in drawn
-    code, out, drawn = _on_a_terminal([s, "--no-progress", "cleanup", "geo", "--dry-run"])
+    code, out, drawn = run_on_a_terminal([s, "--no-progress", "cleanup", "geo", "--dry-run"])
     assert code == 0 and out == "Nothing to delete.\n" and drawn == ""
-    code, out, drawn = _on_a_terminal([s, "delete", "geo", "--yes"])
+    code, out, drawn = run_on_a_terminal([s, "delete", "geo", "--yes"])
     assert code == 0 and "deleting geo" in drawn
 
 
 @pytest.mark.slow
-def test_storage_retries_are_not_silent_on_a_terminal() -> None:
+def test_storage_retries_are_not_silentrun_on_a_terminal() -> None:
     """An unreachable object store: the spinner says that requests are being retried."""
     import socket
 
     with socket.socket() as closed:  # bound, never listening: connections are refused
         closed.bind(("127.0.0.1", 0))
         endpoint = f"http://127.0.0.1:{closed.getsockname()[1]}"
-        code, out, drawn = _on_a_terminal(
+        code, out, drawn = run_on_a_terminal(
             [
                 "s3://bucket/warehouse",
                 "--storage-option",
