@@ -215,7 +215,13 @@ def read_dataset_as_sdf(
     spark_engine.require_pyspark()
     spark_engine.check_store(ensure_store(store))
     plan, st = plan_read(
-        dataset_uuid, store, columns=columns, predicates=predicates, version=version, as_of=as_of
+        dataset_uuid,
+        store,
+        columns=columns,
+        predicates=predicates,
+        version=version,
+        as_of=as_of,
+        consistent_integers=False,  # Arrow to Spark types: no pandas integer dtypes to decide
     )
     return spark_engine.plan_to_sdf(spark, plan, st, reader=reader)
 
