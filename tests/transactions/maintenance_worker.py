@@ -19,27 +19,14 @@ maintain
 
 from __future__ import annotations
 
-import json
 import os
-import sys
-import time
 import traceback
 from typing import Any
 
 import pandas as pd
+from worker_common import run_task, store_of, wait_for_go
 
 import kartoframe as kf
-
-
-def _store(spec: dict[str, Any]) -> kf.Store:
-    return kf.Store(spec["store"]["url"], **spec["store"]["options"])
-
-
-def _wait_for_go(spec: dict[str, Any]) -> None:
-    with open(spec["ready"], "w") as f:
-        f.write("ready")
-    while not os.path.exists(spec["go"]):
-        time.sleep(0.002)
 
 
 def frame(wid: int, k: int, p: int) -> pd.DataFrame:
@@ -92,8 +79,8 @@ def _error(e: BaseException) -> str:
 
 
 def write(spec: dict[str, Any]) -> dict[str, Any]:
-    store = _store(spec)
-    _wait_for_go(spec)
+    store = store_of(spec)
+    wait_for_go(spec)
     acked, conflicts, errors = [], 0, []
     for k in range(spec["commits"]):
         kind = spec["kinds"][k % len(spec["kinds"])]
@@ -109,9 +96,9 @@ def write(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def maintain(spec: dict[str, Any]) -> dict[str, Any]:
-    store = _store(spec)
+    store = store_of(spec)
     maintain_once(store, spec["uuid"])  # warm up (imports, first listing) before "ready"
-    _wait_for_go(spec)
+    wait_for_go(spec)
     rounds, errors = 0, []
     while rounds < spec["rounds"] and not os.path.exists(spec["stop"]):
         try:
@@ -126,12 +113,7 @@ TASKS = {"write": write, "maintain": maintain}
 
 
 def main() -> None:
-    spec = json.loads(sys.argv[1])
-    report = TASKS[spec["task"]](spec)
-    tmp = spec["report"] + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(report, f)
-    os.replace(tmp, spec["report"])
+    run_task(TASKS)
 
 
 if __name__ == "__main__":

@@ -26,27 +26,16 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
 import time
 from typing import Any
 
 import pandas as pd
+from worker_common import run_task, store_of, wait_for_go
 
 import kartoframe as kf
 from kartoframe.api.write import delete_scope_labels
 from kartoframe.execution.write import commit_write, write_chunk
 from kartoframe.storage.resolve import load_dataset
-
-
-def _store(spec: dict[str, Any]) -> kf.Store:
-    return kf.Store(spec["store"]["url"], **spec["store"]["options"])
-
-
-def _wait_for_go(spec: dict[str, Any]) -> None:
-    with open(spec["ready"], "w") as f:
-        f.write("ready")
-    while not os.path.exists(spec["go"]):
-        time.sleep(0.002)
 
 
 def _frame(wid: int, k: int, p: int, rows: int = 3) -> pd.DataFrame:
@@ -56,9 +45,9 @@ def _frame(wid: int, k: int, p: int, rows: int = 3) -> pd.DataFrame:
 
 
 def append(spec: dict[str, Any]) -> dict[str, Any]:
-    store = _store(spec)
+    store = store_of(spec)
     wid = spec["wid"]
-    _wait_for_go(spec)
+    wait_for_go(spec)
     latencies = []
     conflicts = 0
     for k in range(spec["commits"]):
@@ -75,13 +64,13 @@ def append(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def replace(spec: dict[str, Any]) -> dict[str, Any]:
-    store = _store(spec)
+    store = store_of(spec)
     uuid, wid = spec["uuid"], spec["wid"]
     base = load_dataset(store, uuid)
     scope = [{"p": 0}]
     remove = delete_scope_labels(base, store, scope)
     chunk = write_chunk(store, uuid, _frame(wid, 0, 0), partition_on=["p"], index_columns=["wid"])
-    _wait_for_go(spec)
+    wait_for_go(spec)
     try:
         header = commit_write(
             store,
@@ -97,11 +86,11 @@ def replace(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def create_rounds(spec: dict[str, Any]) -> dict[str, Any]:
-    store = _store(spec)
+    store = store_of(spec)
     wid = spec["wid"]
     sync = spec["sync"]
     outcomes: list[str] = []
-    _wait_for_go(spec)
+    wait_for_go(spec)
     for r in range(spec["rounds"]):
         with open(os.path.join(sync, f"ready-{r}-{wid}"), "w") as f:
             f.write("ready")
@@ -123,7 +112,7 @@ def create_rounds(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def crash_loop(spec: dict[str, Any]) -> dict[str, Any]:
-    store = _store(spec)
+    store = store_of(spec)
     uuid = spec["uuid"]
     rng = random.Random(spec["seed"])
     journal = open(spec["journal"], "a")  # noqa: SIM115  (open until the process is killed)
@@ -133,7 +122,7 @@ def crash_loop(spec: dict[str, Any]) -> dict[str, Any]:
         journal.flush()
         os.fsync(journal.fileno())
 
-    _wait_for_go(spec)
+    wait_for_go(spec)
     i = spec["start"]
     while True:
         op = rng.choices(["append", "replace", "metadata"], [6, 3, 1])[0]
@@ -162,12 +151,7 @@ TASKS = {
 
 
 def main() -> None:
-    spec = json.loads(sys.argv[1])
-    report = TASKS[spec["task"]](spec)
-    tmp = spec["report"] + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(report, f)
-    os.replace(tmp, spec["report"])
+    run_task(TASKS)
 
 
 if __name__ == "__main__":
