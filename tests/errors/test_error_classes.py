@@ -16,28 +16,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from error_helpers import check
 
 import kartoframe as kf
 from kartoframe.format import naming
-
-
-def check(
-    excinfo: pytest.ExceptionInfo[BaseException],
-    cls: type[BaseException],
-    builtin: type[BaseException],
-    *fragments: str,
-    cause: type[BaseException] | None = None,
-) -> BaseException:
-    """The error is exactly ``cls``, also a ``builtin``, names every fragment, has the cause."""
-    e = excinfo.value
-    assert type(e) is cls, f"{type(e).__name__}: {e}"
-    assert isinstance(e, builtin)
-    assert isinstance(e, kf.KartoframeError)
-    for fragment in fragments:
-        assert fragment in str(e), f"{fragment!r} not in {str(e)!r}"
-    if cause is not None:
-        assert isinstance(e.__cause__, cause), repr(e.__cause__)
-    return e
 
 
 def _df() -> pd.DataFrame:

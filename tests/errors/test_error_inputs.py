@@ -14,24 +14,10 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from error_helpers import check
 
 import kartoframe as kf
 from kartoframe.format import naming
-
-
-def check(
-    excinfo: pytest.ExceptionInfo[BaseException],
-    cls: type[BaseException],
-    builtin: type[BaseException],
-    *fragments: str,
-) -> None:
-    """The error is exactly ``cls``, also a ``builtin``, and names every fragment."""
-    e = excinfo.value
-    assert type(e) is cls, f"{type(e).__name__}: {e}"
-    assert isinstance(e, builtin)
-    assert isinstance(e, kf.KartoframeError)
-    for fragment in fragments:
-        assert fragment in str(e), f"{fragment!r} not in {str(e)!r}"
 
 
 def _df(n: int = 4) -> pd.DataFrame:
