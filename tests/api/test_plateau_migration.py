@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import ast
 import doctest
 import importlib
 import inspect
@@ -76,23 +77,14 @@ def test_docstring_examples(module: str) -> None:
     assert result.failed == 0 and result.attempted > 0
 
 
-KF_IMPORTS = """from kartoframe import (
-    ParquetSerializer,
-    build_dataset_indices__bag,
-    delete_dataset__delayed,
-    garbage_collect_dataset__delayed,
-    read_dataset_as_dataframe_bag,
-    read_dataset_as_ddf,
-    read_dataset_as_delayed,
-    read_table,
-    store_bag_as_dataset,
-    store_dataframes_as_dataset,
-    store_dataset_from_ddf,
-    store_delayed_as_dataset,
-    update_dataset_from_delayed,
-)
-
-"""
+def _kartoframe_imports(plateau_imports: str) -> str:
+    """The names the pipeline imports from plateau, imported from kartoframe instead."""
+    nodes = ast.parse(plateau_imports).body
+    assert nodes and all(
+        isinstance(n, ast.ImportFrom) and (n.module or "").startswith("plateau") for n in nodes
+    )
+    names = sorted(a.name for n in nodes for a in n.names)  # type: ignore[attr-defined]
+    return "from kartoframe import (\n" + "".join(f"    {n},\n" for n in names) + ")\n\n"
 
 
 def _run(script: pathlib.Path, folder: pathlib.Path) -> str:
@@ -113,8 +105,8 @@ def _run(script: pathlib.Path, folder: pathlib.Path) -> str:
 def test_plateau_pipeline_runs_unchanged_with_kartoframe_imports(tmp_path: pathlib.Path) -> None:
     source = PIPELINE.read_text()
     converted = re.sub(
-        r"(# IMPORTS-BEGIN\n).*?(# IMPORTS-END)",
-        lambda m: m.group(1) + KF_IMPORTS + m.group(2),
+        r"(# IMPORTS-BEGIN\n)(.*?)(# IMPORTS-END)",
+        lambda m: m.group(1) + _kartoframe_imports(m.group(2)) + m.group(3),
         source,
         flags=re.S,
     )
