@@ -18,10 +18,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 import kartoframe as kf
 
 BIN = pathlib.Path(sys.executable).with_name("kartoframe")
+
+#: Column types the --where parsing tests read literals with (in this order).
+WHERE_TYPES = {
+    "country": pa.string(),
+    "units": pa.int64(),
+    "price": pa.float64(),
+    "day": pa.date32(),
+    "flag": pa.bool_(),
+}
 
 
 @dataclass

@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pytest
+from cli_helpers import WHERE_TYPES
 
 import kartoframe as kf
 from kartoframe.cli._common import (
@@ -21,13 +21,7 @@ from kartoframe.cli._targets import expand_columns, parse_where, split_list
 from kartoframe.cli.app import _hoist_group_options
 from kartoframe.plan.conditions import C
 
-TYPES = {
-    "country": pa.string(),
-    "units": pa.int64(),
-    "price": pa.float64(),
-    "day": pa.date32(),
-    "flag": pa.bool_(),
-}
+TYPES = WHERE_TYPES
 
 
 def test_where_is_typed_by_the_columns() -> None:

@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pyarrow as pa
 import pytest
+from cli_helpers import WHERE_TYPES
 
 import kartoframe as kf
 from kartoframe.cli import main
@@ -16,11 +17,7 @@ from kartoframe.cli._where import GRAMMAR, parse_predicates, to_cube_conditions
 from kartoframe.plan.conditions import C
 
 TYPES = {
-    "country": pa.string(),
-    "units": pa.int64(),
-    "price": pa.float64(),
-    "day": pa.date32(),
-    "flag": pa.bool_(),
+    **WHERE_TYPES,
     "ts": pa.timestamp("us", tz="Europe/Berlin"),
     "naive": pa.timestamp("ns"),
 }
