@@ -47,6 +47,21 @@ def _create(store: kf.Store, uuid_: str = "ds") -> None:
     )
 
 
+def _local_dataset(tmp_path: Path) -> tuple[Path, kf.Store]:
+    """A local folder store (its root) holding dataset ``ds`` (:func:`_create`)."""
+    root = tmp_path / "store"
+    store = kf.Store(f"file://{root}")
+    _create(store)
+    return root, store
+
+
+def _replace_partition_0(store: kf.Store) -> None:
+    """A second version of ``ds``: partition ``p == 0`` replaced."""
+    kf.update_dataset_from_dataframes(
+        [frame(1, 0, 0)], store, "ds", delete_scope=[{"p": 0}], secondary_indices=["wid"]
+    )
+
+
 def _age(root: Path, hours: float = 2.0) -> None:
     """Make every file below ``root`` ``hours`` old (modification time)."""
     past = time.time() - hours * 3600
@@ -225,9 +240,7 @@ def test_gc_keeps_what_a_commit_after_its_snapshot_references(
 ) -> None:
     """A commit landing between GC's listing and its deletion may reference an old file
     GC's snapshot did not (here: a file adopted with ``owns_files=False``)."""
-    root = tmp_path / "store"
-    store = kf.Store(f"file://{root}")
-    _create(store)
+    root, store = _local_dataset(tmp_path)
     orphan = write_chunk(store, "ds", frame(8, 0, 6), partition_on=["p"], index_columns=["wid"])
     _age(root)  # older than any grace window
     real = retention.key_ages
@@ -248,9 +261,7 @@ def test_gc_keeps_what_a_commit_after_its_snapshot_references(
 
 
 def test_temp_files_being_published_are_kept(tmp_path: Path) -> None:
-    root = tmp_path / "store"
-    store = kf.Store(f"file://{root}")
-    _create(store)
+    root, store = _local_dataset(tmp_path)
     temps = [
         f"ds/_kartoframe/stats/.2024-01-01T00%3A00%3A00.statistics.pq.tmp-{uuid.uuid4().hex}",
         f"ds/_kartoframe/log/.00000000000000000001.json.tmp-{uuid.uuid4().hex}",
@@ -272,12 +283,8 @@ def test_temp_files_being_published_are_kept(tmp_path: Path) -> None:
 
 
 def test_dry_run_returns_exactly_what_gc_deletes(tmp_path: Path) -> None:
-    root = tmp_path / "store"
-    store = kf.Store(f"file://{root}")
-    _create(store)
-    kf.update_dataset_from_dataframes(
-        [frame(1, 0, 0)], store, "ds", delete_scope=[{"p": 0}], secondary_indices=["wid"]
-    )
+    root, store = _local_dataset(tmp_path)
+    _replace_partition_0(store)
     write_chunk(store, "ds", frame(2, 0, 3), partition_on=["p"])  # an orphan
     _age(root)
     before = set(store.iter_keys())
@@ -338,9 +345,7 @@ def _retable(store: kf.Store, table: str) -> None:
 
 @pytest.mark.parametrize("table", ["_kartoframe", "indices"])
 def test_header_with_a_reserved_table_name(tmp_path: Path, table: str) -> None:
-    root = tmp_path / "store"
-    store = kf.Store(f"file://{root}")
-    _create(store)
+    root, store = _local_dataset(tmp_path)
     kf.update_dataset_from_dataframes([frame(1, 0, 2)], store, "ds", secondary_indices=["wid"])
     _retable(store, table)
     _age(root)
@@ -369,12 +374,8 @@ FOREIGN = {
 
 
 def test_foreign_files_survive_gc_vacuum_and_delete(tmp_path: Path) -> None:
-    root = tmp_path / "store"
-    store = kf.Store(f"file://{root}")
-    _create(store)
-    kf.update_dataset_from_dataframes(
-        [frame(1, 0, 0)], store, "ds", delete_scope=[{"p": 0}], secondary_indices=["wid"]
-    )
+    root, store = _local_dataset(tmp_path)
+    _replace_partition_0(store)
     for key, data in FOREIGN.items():
         store.put(key, data)
     _age(root)
