@@ -321,6 +321,11 @@ def index_pairs(column: str, index: pa.Table) -> dict[str, set[Any]]:
     return out
 
 
+def _first_values(values: list[Any]) -> str:
+    """The first five values (reprs), ``...`` when there are more."""
+    return ", ".join(repr(v) for v in values[:5]) + (" ..." if len(values) > 5 else "")
+
+
 def index_value_findings(
     dataset_uuid: str,
     column: str,
@@ -334,7 +339,7 @@ def index_value_findings(
     out: list[Finding] = []
     missing = sorted(in_file - indexed, key=repr)
     if missing:
-        shown = ", ".join(repr(v) for v in missing[:5]) + (" ..." if len(missing) > 5 else "")
+        shown = _first_values(missing)
         out.append(
             Finding(
                 "error",
@@ -349,7 +354,7 @@ def index_value_findings(
         )
     extra = sorted(indexed - in_file, key=repr)
     if extra:
-        shown = ", ".join(repr(v) for v in extra[:5]) + (" ..." if len(extra) > 5 else "")
+        shown = _first_values(extra)
         out.append(
             Finding(
                 "warning",
