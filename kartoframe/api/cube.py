@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
-from kartoframe.api.read import DatasetMetadata
+from kartoframe.api.read import DatasetMetadata, statistics_for_integers
 from kartoframe.api.write import DatasetMetadataResult, _already_committed, _evolution_arg
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError, InvalidTypeError
 from kartoframe.execution.cube_join import run_merged
@@ -232,13 +232,16 @@ def plan_cube_query(
     dimension_columns: Iterable[str] | None = None,
     partition_by: Iterable[str] | None = None,
     payload_columns: Iterable[str] | None = None,
+    consistent_integers: bool = False,
 ) -> tuple[CubeQueryPlan, Store]:
     """Resolve the cube's metadata and plan a query (no data file is opened).
 
     Loads headers and schemas, validates the request, loads only the secondary indices of
     columns used by conditions or ``partition_by`` (of the datasets taking part) and the
     per-file statistics of the datasets whose conditions could use them (see
-    ``docs/statistics.md``), and returns the plan engines run.
+    ``docs/statistics.md``), and returns the plan engines run. ``consistent_integers``
+    (engines running groups separately: dask) decides the integer dtypes of every group's
+    frame at planning time, loading the statistics for their null counts.
 
     Raises
     ------
@@ -272,7 +275,8 @@ def plan_cube_query(
     loaded = {k: v for k, v in loaded.items() if k in relevant}
     need = required_indices(intention, loaded)
     with_stats = required_statistics(intention, loaded)
-    jobs = sorted(set(need) | with_stats)
+    for_ints = set(loaded) - with_stats if consistent_integers else set()
+    jobs = sorted(set(need) | with_stats | for_ints)
     if jobs:
 
         def _load(ds_id: str) -> tuple[str, LoadedDataset]:
@@ -281,11 +285,13 @@ def plan_cube_query(
                 ds = load_indices(st, ds, sorted(need[ds_id]))
             if ds_id in with_stats:
                 ds = load_statistics(st, ds)
+            elif ds_id in for_ints:
+                ds = statistics_for_integers(st, ds, None)
             return ds_id, ds
 
         with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
             loaded.update(dict(pool.map(_load, jobs)))
-    return plan_query(cube, loaded, intention), st
+    return plan_query(cube, loaded, intention, consistent_integers), st
 
 
 def query_cube(
@@ -375,6 +381,7 @@ def query_cube_dataframe(
         dimension_columns=dimension_columns,
         partition_by=partition_by,
         payload_columns=payload_columns,
+        consistent_integers=True,  # one frame per group: the same dtypes in all of them
     )
     result: dd.DataFrame = plan_to_dataframe(plan, st)
     return result

@@ -275,17 +275,18 @@ def _widened(col: pa.ChunkedArray) -> pd.Series | None:
 
 def _to_frame(read: DatasetRead, table: pa.Table, columns: Sequence[str]) -> pd.DataFrame:
     table = table.select(list(columns))
+    ints = read.nullable_integers
     if read.role != "left":
-        return table_to_frame(table, read.schema)
+        return table_to_frame(table, read.schema, nullable_integers=ints)
     widened: dict[str, pd.Series] = {}
     for c in table.column_names:
         w = _widened(table[c])
         if w is not None:
             widened[c] = w
     if not widened:
-        return table_to_frame(table, read.schema)
+        return table_to_frame(table, read.schema, nullable_integers=ints)
     rest = [c for c in table.column_names if c not in widened]
-    df = table_to_frame(table.select(rest), read.schema)
+    df = table_to_frame(table.select(rest), read.schema, nullable_integers=ints)
     for c, s in widened.items():
         df[c] = pd.Series(s.array, index=df.index, name=c)
     return df[list(table.column_names)]

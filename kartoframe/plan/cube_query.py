@@ -34,6 +34,7 @@ from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.index import index_from_embedded
 from kartoframe.plan import predicates as preds
 from kartoframe.plan.conditions import Conjunction, check_condition_types
+from kartoframe.plan.integers import nullable_integer_columns
 from kartoframe.plan.pruning import PruneStats, partition_values, prune
 from kartoframe.plan.scan import FilePart, needs_statistics
 from kartoframe.plan.skipping import skip_by_statistics
@@ -243,6 +244,10 @@ class DatasetRead:
         The dataset has dimension columns outside the query dimensions (seed only).
     label_order
         Position of every partition label in the header (commit order).
+    nullable_integers
+        Integer columns every frame reads as pandas nullable integers, decided for all
+        groups at once (see :mod:`kartoframe.plan.integers`; set by
+        ``plan_query(consistent_integers=True)``).
     """
 
     dataset_id: str
@@ -257,6 +262,7 @@ class DatasetRead:
     predicate: preds.Predicate | None
     projected: bool
     label_order: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    nullable_integers: tuple[str, ...] = ()
 
     @property
     def scan_columns(self) -> tuple[str, ...]:
@@ -406,8 +412,14 @@ def plan_query(
     cube: Cube,
     datasets: Mapping[str, LoadedDataset],
     intention: QueryIntention,
+    consistent_integers: bool = False,
 ) -> CubeQueryPlan:
     """Plan a cube query from loaded datasets (indices of :func:`required_indices` loaded).
+
+    ``consistent_integers`` decides which integer columns every group's frame returns as
+    pandas nullable integers (from the loaded statistics' null counts of all the groups'
+    files), for engines that run the groups separately (dask); the merged eager run has one
+    frame, whose own nulls decide.
 
     Raises
     ------
@@ -436,7 +448,19 @@ def plan_query(
         if read is not None:
             reads.append(read)
     groups, stats = _regroup(cube, datasets, intention, reads)
+    if consistent_integers:
+        reads = [_with_nullable_integers(r, datasets[r.dataset_id], groups) for r in reads]
     return CubeQueryPlan(cube, intention, tuple(reads), groups, stats)
+
+
+def _with_nullable_integers(
+    read: DatasetRead, loaded: LoadedDataset, groups: Sequence[QueryGroup]
+) -> DatasetRead:
+    files = list({f.label: f for g in groups for f in g.files.get(read.dataset_id, ())}.values())
+    nullable = nullable_integer_columns(
+        read.schema, read.scan_columns, files, read.partition_keys, loaded.statistics
+    )
+    return dataclasses.replace(read, nullable_integers=nullable)
 
 
 def _join_order(

@@ -240,3 +240,23 @@ def test_nullable_integer_columns_rules() -> None:
     assert integer_statistics_needed(schema, None, ["p"])
     assert not integer_statistics_needed(schema, ["p", "b", "c", "s"], ["p"])
     assert not integer_statistics_needed(schema, ["a"], ["p"], ["a"])
+
+
+def test_cube_dask_query_groups_agree(tmp_path) -> None:
+    """query_cube_dataframe: one partition per group, the seed's integer column typed
+    once for all of them (a group without nulls used to be int64 under Int64 meta)."""
+    url = str(tmp_path / "store")
+    cube = kf.Cube(dimension_columns=["x"], partition_columns=["p"], uuid_prefix="c")
+    kf.build_cube(data=pd.DataFrame({"x": [1, 2], "p": [1, 1], "v": [1, 2]}), cube=cube, store=url)
+    more = pd.DataFrame({"x": [3, 4], "p": [2, 2], "v": pd.array([None, BIG], dtype="Int64")})
+    kf.append_to_cube(data=more, cube=cube, store=url)
+    ddf = kf.query_cube_dataframe(cube=cube, store=url, partition_by=["p"])
+    want = {"p": "int64", "v": "Int64", "x": "int64"}
+    assert _dtypes(ddf._meta) == want
+    parts = _partitions(ddf, "sync")
+    assert [_dtypes(p) for p in parts] == [want, want]
+    assert [_ints(p["v"]) for p in parts] == [[1, 2], [None, BIG]]
+    assert [_dtypes(f) for f in kf.query_cube(cube=cube, store=url, partition_by=["p"])] == [
+        want,
+        want,
+    ]
