@@ -524,7 +524,8 @@ class Store:
             try:
                 if self._protocol == "memory":
                     with _memory_lock:
-                        if self.fs.isdir(path):
+                        below = self._memory_paths(path)
+                        if (below is None and self.fs.isdir(path)) or below:
                             raise _directory_at(key, self.display_url)
                         if self.fs.exists(path):
                             raise FileExistsError(path)
@@ -620,13 +621,32 @@ class Store:
         base, _, _ = prefix.rpartition("/")
         return self.path(base) if base else self._root
 
+    def _memory_paths(self, start: str) -> list[str] | None:
+        """Paths of fsspec's in-memory filesystem below ``start``, from one snapshot.
+
+        fsspec lists ``memory://`` by iterating its (process-wide) dict in Python, which
+        fails with "dictionary changed size during iteration" while another thread
+        writes; ``dict.copy`` is one C call that runs no Python code (no garbage
+        collection callback can hand the GIL to a writer in the middle). None for
+        every other filesystem.
+        """
+        from fsspec.implementations.memory import MemoryFileSystem
+
+        # the protocol first: building another filesystem may connect (and fail) here
+        if self._protocol != "memory" or not isinstance(self.fs, MemoryFileSystem):
+            return None
+        root = self.fs._strip_protocol(start).rstrip("/") + "/"
+        return [p for p in self.fs.store.copy() if p.startswith(root)]
+
     def iter_keys(self, prefix: str = "") -> Iterator[str]:
         """All keys starting with ``prefix`` (recursive, sorted)."""
         start = self._list_start(prefix)
-        try:
-            found = self._call("list", prefix or "<root>", lambda: self.fs.find(start))
-        except FileNotFoundError:
-            return iter(())
+        found = self._memory_paths(start)
+        if found is None:
+            try:
+                found = self._call("list", prefix or "<root>", lambda: self.fs.find(start))
+            except FileNotFoundError:
+                return iter(())
         keys = {self._key_of(p) for p in found}
         return iter(sorted(k for k in keys if k is not None and k.startswith(prefix)))
 
@@ -640,10 +660,20 @@ class Store:
         if delimiter != "/":
             raise InvalidInputError("Only '/' is supported as delimiter.")
         start = self._list_start(prefix)
-        try:
-            entries = self._call("list", prefix or "<root>", lambda: self.fs.ls(start, detail=True))
-        except FileNotFoundError:
-            return iter(())
+        below = self._memory_paths(start)
+        if below is not None:
+            top = self.fs._strip_protocol(start).rstrip("/") + "/"
+            entries: list[dict[str, Any]] = []
+            for p in below:
+                name, sep, _ = p[len(top) :].partition("/")
+                entries.append({"name": top + name, "type": "directory" if sep else "file"})
+        else:
+            try:
+                entries = self._call(
+                    "list", prefix or "<root>", lambda: self.fs.ls(start, detail=True)
+                )
+            except FileNotFoundError:
+                return iter(())
         out: set[str] = set()
         for e in entries:
             key = self._key_of(e["name"])
