@@ -61,12 +61,13 @@ def index_value_pairs(column: str, values: pa.Array | pa.ChunkedArray, label: st
     The ``label`` column is dictionary-encoded (one dictionary entry, all codes 0): the
     label string is not repeated per value, and grouping needs no string hashing.
     """
-    uniq = pc.unique(
-        values.cast(normalize_type(values.type))
-        if values.type != normalize_type(values.type)
-        else values
-    )
-    uniq = uniq.drop_null()
+    t = normalize_type(values.type)
+    if values.type != t:
+        values = values.cast(t)
+    if pa.types.is_floating(t):
+        # one NaN: Arrow's unique keeps NaNs of other bit patterns (-nan) apart
+        values = pc.if_else(pc.is_nan(values), pa.scalar(float("nan"), t), values)
+    uniq = pc.unique(values).drop_null()
     codes = pa.array(np.zeros(len(uniq), dtype=np.int32))
     labels = pa.DictionaryArray.from_arrays(codes, pa.array([label], type=pa.string()))
     return pa.table({column: uniq, "label": labels})
