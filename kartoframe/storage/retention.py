@@ -277,9 +277,7 @@ def key_ages(store: Store, prefix: str) -> dict[str, int | None]:
     """
     start = store.path(prefix.rstrip("/"))
     try:
-        found = store.with_retry(
-            "list", prefix, lambda: store.fs.find(start, detail=True, withdirs=False)
-        )
+        found = store.with_retry("list", prefix, lambda: store.find_details(start))
     except FileNotFoundError:
         return {}
     out: dict[str, int | None] = {}

@@ -621,14 +621,14 @@ class Store:
         base, _, _ = prefix.rpartition("/")
         return self.path(base) if base else self._root
 
-    def _memory_paths(self, start: str) -> list[str] | None:
-        """Paths of fsspec's in-memory filesystem below ``start``, from one snapshot.
+    def _memory_files(self, start: str) -> dict[str, Any] | None:
+        """Files of fsspec's in-memory filesystem below ``start``, from one snapshot.
 
-        fsspec lists ``memory://`` by iterating its (process-wide) dict in Python, which
-        fails with "dictionary changed size during iteration" while another thread
-        writes; ``dict.copy`` is one C call that runs no Python code (no garbage
-        collection callback can hand the GIL to a writer in the middle). None for
-        every other filesystem.
+        fsspec lists ``memory://`` with ``tuple(store.items())`` over its process-wide
+        dict: an allocation per key, and any allocation may run a garbage collection
+        whose finalizers let another thread write — "dictionary changed size during
+        iteration". ``dict.copy`` is one C call that allocates nothing while it copies.
+        None for every other filesystem.
         """
         from fsspec.implementations.memory import MemoryFileSystem
 
@@ -636,7 +636,26 @@ class Store:
         if self._protocol != "memory" or not isinstance(self.fs, MemoryFileSystem):
             return None
         root = self.fs._strip_protocol(start).rstrip("/") + "/"
-        return [p for p in self.fs.store.copy() if p.startswith(root)]
+        return {p: f for p, f in self.fs.store.copy().items() if p.startswith(root)}
+
+    def _memory_paths(self, start: str) -> list[str] | None:
+        """Paths of the in-memory filesystem below ``start`` (None: another filesystem)."""
+        files = self._memory_files(start)
+        return None if files is None else list(files)
+
+    def find_details(self, start: str) -> dict[str, dict[str, Any]]:
+        """Files below the path ``start`` with fsspec's details (``find(detail=True)``).
+
+        Raises FileNotFoundError if ``start`` does not exist (except on ``memory://``).
+        """
+        files = self._memory_files(start)
+        if files is not None:
+            return {
+                p: {"name": p, "size": f.size, "type": "file", "created": f.created.timestamp()}
+                for p, f in files.items()
+            }
+        found: dict[str, dict[str, Any]] = self.fs.find(start, detail=True, withdirs=False)
+        return found
 
     def iter_keys(self, prefix: str = "") -> Iterator[str]:
         """All keys starting with ``prefix`` (recursive, sorted)."""

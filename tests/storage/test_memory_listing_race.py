@@ -55,6 +55,7 @@ def test_listing_while_another_thread_writes(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(MemoryFileSystem, "store", racing)
     assert list(store.iter_keys("bulk/")) == [f"bulk/{i}" for i in range(5)]
     assert {p.rstrip("/") for p in store.iter_prefixes("")} == {"bulk", "_kartoframe"}
+    assert len(store.find_details(store.path("bulk"))) == 5  # GC's listing with times
     assert list(store.iter_keys("_kartoframe/log/")) == [
         f"_kartoframe/log/{i:020d}.json" for i in range(5)
     ]
