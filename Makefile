@@ -44,8 +44,12 @@ $(KT53): tests/golden/make_kartothek53_env.sh
 # Hypothesis profiles (tests/conftest.py): "ci" replays the same derandomised examples on every
 # run; `make test-explore` draws fresh random ones to look for new counterexamples.
 HYPOTHESIS_PROFILE ?= ci
+# The suite runs in two worker processes (pytest-xdist), one per core, a test module per
+# worker at a time (module fixtures stay in one process); `make pytest PYTEST_WORKERS=0`
+# runs it in one process.
+PYTEST_WORKERS ?= 2
 pytest: $(STAMP) java $(KT53)
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest --hypothesis-profile=$(HYPOTHESIS_PROFILE) $(PYTEST_ARGS)
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest --hypothesis-profile=$(HYPOTHESIS_PROFILE) -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-explore:
 	$(MAKE) pytest HYPOTHESIS_PROFILE=explore

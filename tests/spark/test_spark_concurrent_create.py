@@ -31,8 +31,9 @@ def _racing_frame(spark, url: str, uuid: str):  # type: ignore[no-untyped-def]
         import kartoframe as kf_worker
 
         other = pd.DataFrame({"p": [0, 0], "wid": [0, 0]})
-        # idempotent: Spark may evaluate the DataFrame more than once
-        with contextlib.suppress(kf_worker.DatasetExistsError):
+        # idempotent: Spark may evaluate the DataFrame more than once, and its tasks race
+        # each other to create it (the losers are told so, with either error)
+        with contextlib.suppress(kf_worker.DatasetExistsError, kf_worker.CommitConflictError):
             kf_worker.store_dataframes_as_dataset(
                 kf_worker.Store(url), uuid, [other], partition_on=["p"]
             )

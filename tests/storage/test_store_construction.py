@@ -71,7 +71,11 @@ def test_wrong_types(bad: Any) -> None:
     assert isinstance(info.value, TypeError) and type(bad).__name__ in str(info.value)
 
 
-@pytest.mark.parametrize("made", [5, None, b"x", object()], ids=repr)
+@pytest.mark.parametrize(
+    "made",
+    [5, None, b"x", object()],
+    ids=lambda v: type(v).__name__ if type(v) is object else repr(v),
+)
 def test_factory_returning_the_wrong_type(made: Any) -> None:
     with pytest.raises(kf.InvalidTypeError, match=r"factory .* returned"):
         ensure_store(lambda: made)
