@@ -20,6 +20,7 @@ from kartoframe.storage.store import Store
 
 __all__ = [
     "Parent",
+    "latest_entry",
     "latest_version",
     "matches_log",
     "parent_of_base",
@@ -124,15 +125,12 @@ def parent_of_state(store: Store, uuid: str, state: State | None) -> Parent:
     parent is that version, so that no second create can commit on top of it.
     """
     if state is None or state.header is None:
-        versions, _ = log.list_log(store, uuid)
-        if not versions:
-            return Parent(-1, None, None, 0, {})
-        entry = log.read_entry(store, uuid, versions[-1])
+        latest, entry = latest_entry(store, uuid)
         if entry is not None and not entry.deleted:
             fresh = log.current_state(store, uuid)
             if fresh is not None and fresh.header is not None:
                 return parent_of_state(store, uuid, fresh)
-        return Parent(versions[-1], None, None, entry.timestamp if entry is not None else 0, {})
+        return Parent(latest, None, None, entry.timestamp if entry is not None else 0, {})
     if state.version is None:
         assert state.header_bytes is not None
         return _adopt(store, uuid, state.header, state.header_bytes, roll=True)
@@ -155,13 +153,18 @@ def parent_of_state(store: Store, uuid: str, state: State | None) -> Parent:
     )
 
 
-def latest_version(store: Store, uuid: str) -> tuple[int, int]:
-    """The newest log version (-1 if none) and its timestamp (0 if none)."""
+def latest_entry(store: Store, uuid: str) -> tuple[int, LogEntry | None]:
+    """The newest log version (-1 if none) and its entry (None if none)."""
     versions, _ = log.list_log(store, uuid)
     if not versions:
-        return -1, 0
-    entry = log.read_entry(store, uuid, versions[-1])
-    return versions[-1], entry.timestamp if entry is not None else 0
+        return -1, None
+    return versions[-1], log.read_entry(store, uuid, versions[-1])
+
+
+def latest_version(store: Store, uuid: str) -> tuple[int, int]:
+    """The newest log version (-1 if none) and its timestamp (0 if none)."""
+    latest, entry = latest_entry(store, uuid)
+    return latest, entry.timestamp if entry is not None else 0
 
 
 def parent_of_base(store: Store, base: LoadedDataset) -> Parent:
