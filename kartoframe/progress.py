@@ -215,8 +215,12 @@ class ProgressBar:
         total: float | None = None,
         completed: float | None = None,
         description: str | None = None,
+        refresh: bool = False,
     ) -> None:
-        """Change the total, the number of completed steps, or the description."""
+        """Change the total, the number of completed steps, or the description.
+
+        ``refresh`` draws the change at once instead of at the next tick.
+        """
         if total is not None:
             self.total = total
         if completed is not None:
@@ -225,7 +229,11 @@ class ProgressBar:
             self.description = description
         if self._progress is not None and self._task is not None:
             self._progress.update(
-                self._task, total=total, completed=completed, description=description
+                self._task,
+                total=total,
+                completed=completed,
+                description=description,
+                refresh=refresh,
             )
 
 

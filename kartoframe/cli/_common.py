@@ -326,7 +326,8 @@ class _RetryNotes(logging.Handler):
         if not str(record.msg).startswith(("Retry needed", "Retryable error", "Client error")):
             return
         self.retries += 1
-        self.bar.update(description=f"{self.message} (storage retry {self.retries})")
+        # drawn at once: the error may follow the last retry before the next tick
+        self.bar.update(description=f"{self.message} (storage retry {self.retries})", refresh=True)
 
 
 def info(message: str) -> None:
