@@ -80,6 +80,7 @@ API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
             "kartoframe.format.cube",
             "kartoframe.plan.conditions",
             "kartoframe.api.cube",
+            "kartoframe.api.cube_write",
             "kartoframe.api.cube_dask",
             "kartoframe.api.cube_admin",
         ),

@@ -21,16 +21,11 @@ from kartoframe.api.bag import (
 from kartoframe.api.check import CheckReport, Finding, check_cube, check_dataset
 from kartoframe.api.copy import copy_dataset
 from kartoframe.api.cube import (
-    append_to_cube,
-    build_cube,
     discover_cube,
     discover_datasets,
     discover_datasets_unchecked,
-    extend_cube,
     query_cube,
     query_cube_dataframe,
-    remove_partitions,
-    update_cube,
 )
 from kartoframe.api.cube_admin import cleanup_cube, collect_stats, copy_cube, delete_cube
 from kartoframe.api.cube_dask import (
@@ -38,6 +33,13 @@ from kartoframe.api.cube_dask import (
     build_cube_from_dataframe,
     extend_cube_from_dataframe,
     update_cube_from_dataframe,
+)
+from kartoframe.api.cube_write import (
+    append_to_cube,
+    build_cube,
+    extend_cube,
+    remove_partitions,
+    update_cube,
 )
 from kartoframe.api.dask import (
     read_dataset_as_ddf,

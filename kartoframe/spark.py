@@ -694,10 +694,7 @@ def _write_cube(
     commit_info: object = None,
 ) -> dict[str, DatasetMetadataResult]:
     """Validate everything the schemas allow, plan, then let Spark write and commit."""
-    from kartoframe.api.cube import (
-        CUBE_SERIALIZER,
-        resolve_frame_operation,
-    )
+    from kartoframe.api.cube_write import CUBE_SERIALIZER, resolve_frame_operation
     from kartoframe.execution.spark_cube import write_cube_sdfs
 
     spark_engine.require_pyspark()

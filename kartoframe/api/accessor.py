@@ -32,7 +32,7 @@ ACCESSOR_NAME = "karto"
 
 _CUBE_MESSAGE = (
     "to_cube is not available: this kartoframe build has no cube support "
-    "(kartoframe.api.cube is missing). Write a single dataset with "
+    "(kartoframe.api.cube_write is missing). Write a single dataset with "
     ".karto.to_dataset(store, dataset_uuid, ...) instead."
 )
 
@@ -134,7 +134,7 @@ class KartoAccessor:
         NotImplementedError
             If this build of kartoframe has no cube support.
         """
-        return _cube_function("cube", "build_cube")(self._obj, cube, store, **options)
+        return _cube_function("cube_write", "build_cube")(self._obj, cube, store, **options)
 
     def build_cube(self, cube: Any, store: StoreInput, **options: Any) -> Any:
         """Build a new cube with this frame as its seed (:func:`kartoframe.build_cube`).
@@ -150,7 +150,7 @@ class KartoAccessor:
         >>> sorted(df.karto.build_cube(cube, "memory://accessor-cube"))
         ['seed']
         """
-        return _cube_function("cube", "build_cube")(self._obj, cube, store, **options)
+        return _cube_function("cube_write", "build_cube")(self._obj, cube, store, **options)
 
     def extend_cube(self, cube: Any, store: StoreInput, dataset_id: str, **options: Any) -> Any:
         """Add this frame to an existing cube as dataset ``dataset_id``.
@@ -158,7 +158,7 @@ class KartoAccessor:
         Calls :func:`kartoframe.extend_cube` with ``{dataset_id: frame}``; ``options`` are
         its keywords (``metadata``, ``overwrite``, ``partition_on``, ``df_serializer``).
         """
-        extend = _cube_function("cube", "extend_cube")
+        extend = _cube_function("cube_write", "extend_cube")
         return extend({dataset_id: self._obj}, cube, store, **options)
 
     def append_to_cube(
@@ -168,7 +168,7 @@ class KartoAccessor:
 
         Calls :func:`kartoframe.append_to_cube`; ``options`` are its keywords.
         """
-        append = _cube_function("cube", "append_to_cube")
+        append = _cube_function("cube_write", "append_to_cube")
         target = cube.seed_dataset if dataset_id is None else dataset_id
         return append({target: self._obj}, cube, store, **options)
 

@@ -15,10 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
-from kartoframe.api.cube import (
-    CUBE_SERIALIZER,
-    resolve_frame_operation,
-)
+from kartoframe.api.cube_write import CUBE_SERIALIZER, resolve_frame_operation
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.write import ParquetSerializer

@@ -194,7 +194,7 @@ def test_evolution_keeps_the_cube_rules(cube: kf.Cube, store: kf.Store) -> None:
         )
     # only appends and updates evolve; build and extend define schemas
     with pytest.raises(kf.InvalidInputError, match="schema_evolution"):
-        kf.api.cube._write(
+        kf.api.cube_write._write(
             "extend",
             {"other": _enrich([0]).rename(columns={"v2": "v9"})},
             cube,

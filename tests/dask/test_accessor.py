@@ -83,7 +83,7 @@ def test_to_cube_builds_a_cube(store) -> None:
 def test_to_cube_without_cube_support_says_so(monkeypatch) -> None:
     import kartoframe.api.accessor as accessor
 
-    monkeypatch.setitem(sys.modules, "kartoframe.api.cube", None)
+    monkeypatch.setitem(sys.modules, "kartoframe.api.cube_write", None)
     with pytest.raises(NotImplementedError, match="no cube support"):
         accessor.KartoAccessor(sales(3)).to_cube(object(), "memory://x")
 
