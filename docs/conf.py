@@ -73,7 +73,15 @@ API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
         "Schema and statistics",
         ("kartoframe.api.schema", "kartoframe.api.statistics", "kartoframe.api.stats"),
     ),
-    ("Dask", ("kartoframe.api.dask", "kartoframe.api.delayed", "kartoframe.api.bag")),
+    (
+        "Dask",
+        (
+            "kartoframe.api.dask",
+            "kartoframe.api.dask_write",
+            "kartoframe.api.delayed",
+            "kartoframe.api.bag",
+        ),
+    ),
     (
         "Cubes",
         (

@@ -41,11 +41,8 @@ from kartoframe.api.cube_write import (
     remove_partitions,
     update_cube,
 )
-from kartoframe.api.dask import (
-    read_dataset_as_ddf,
-    store_dataset_from_ddf,
-    update_dataset_from_ddf,
-)
+from kartoframe.api.dask import read_dataset_as_ddf
+from kartoframe.api.dask_write import store_dataset_from_ddf, update_dataset_from_ddf
 from kartoframe.api.delayed import (
     delete_dataset__delayed,
     garbage_collect_dataset__delayed,

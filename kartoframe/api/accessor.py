@@ -218,7 +218,7 @@ class DaskKartoAccessor:
         -------
         DatasetMetadataResult or dask.delayed.Delayed
         """
-        from kartoframe.api.dask import store_dataset_from_ddf
+        from kartoframe.api.dask_write import store_dataset_from_ddf
 
         job = store_dataset_from_ddf(self._obj, store, dataset_uuid, **options)
         return job.compute() if compute else job
@@ -243,7 +243,7 @@ class DaskKartoAccessor:
         -------
         DatasetMetadataResult or dask.delayed.Delayed
         """
-        from kartoframe.api.dask import update_dataset_from_ddf
+        from kartoframe.api.dask_write import update_dataset_from_ddf
 
         job = update_dataset_from_ddf(self._obj, store, dataset_uuid, **options)
         return job.compute() if compute else job

@@ -1,4 +1,6 @@
-"""Datasets as dask DataFrames: lazy reads and graph-based writes (plateau ``io.dask`` names).
+"""Datasets as dask DataFrames: lazy reads (plateau ``io.dask`` names).
+
+Graph-based writes live in :mod:`kartoframe.api.dask_write`.
 
 dask is imported only when one of these functions runs, so ``import kartoframe`` works without
 it; calling them without dask raises :class:`~kartoframe.errors.MissingDependencyError`.
@@ -6,43 +8,25 @@ it; calling them without dask raises :class:`~kartoframe.errors.MissingDependenc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from kartoframe.api._args import (
     StoreInput,
-    any_serializer_arg,
     check_columns_arg,
-    check_format,
-    check_metadata_version,
     check_uuid,
     ensure_store,
     str_list,
 )
-from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
-from kartoframe.api.compat import resolve_factory, table_name_arg
+from kartoframe.api.compat import resolve_factory
 from kartoframe.api.read import statistics_for_integers
-from kartoframe.api.write import (
-    DatasetMetadataResult,
-    MetadataArg,
-    _evolution_arg,
-    _resolve_metadata,
-    delete_scope_labels,
-)
 from kartoframe.errors import (
-    DatasetExistsError,
-    EmptyInputError,
     InvalidInputError,
     InvalidTypeError,
 )
-from kartoframe.execution.write import DataSerializer
-from kartoframe.format import naming
-from kartoframe.format.commit_args import check_app_transaction
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.scan import ScanPlan, needs_statistics, plan_scan, required_index_columns
 from kartoframe.storage.resolve import (
-    dataset_exists,
     load_dataset,
     load_indices,
     load_statistics,
@@ -53,8 +37,6 @@ __all__ = [
     "plan_ddf_read",
     "plan_loaded_read",
     "read_dataset_as_ddf",
-    "store_dataset_from_ddf",
-    "update_dataset_from_ddf",
 ]
 
 
@@ -261,376 +243,3 @@ def read_dataset_as_ddf(
         return de.plan_to_ddf(
             plan, st, output_columns=output, index_on=dask_index_on, categories=cats, token=token
         )
-
-
-def _check_ddf(ddf: object, allow_none: bool) -> None:
-    if ddf is None and allow_none:
-        return
-    from kartoframe.execution.dask_engine import dask_modules
-
-    _, dd = dask_modules()
-    if not isinstance(ddf, dd.DataFrame):
-        raise InvalidTypeError(
-            f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__}"
-            + (" (use store_dataframes_as_dataset for pandas frames)." if ddf is not None else ".")
-        )
-
-
-def _prepare_ddf(
-    ddf: Any,
-    *,
-    partition_on: list[str],
-    secondary_indices: list[str],
-    shuffle: bool,
-    num_buckets: int,
-    bucket_by: list[str],
-    repartition_ratio: float | None,
-    base: LoadedDataset | None,
-    uuid: str,
-    schema_evolution: SchemaEvolution = "none",
-) -> tuple[Any, tuple[str, ...]]:
-    """Validate the frame's columns on its meta and apply repartitioning / shuffling."""
-    from kartoframe.execution import dask_engine as de
-    from kartoframe.format.convert import frame_to_table
-    from kartoframe.format.schema import merge_into_stored, normalize_schema
-    from kartoframe.plan.write import check_write_columns
-
-    de.check_positive_int(num_buckets, "num_buckets")
-    meta_table = frame_to_table(ddf._meta, what="the dask DataFrame's meta")
-    check_write_columns(meta_table.schema, partition_on, secondary_indices, what="the DataFrame")
-    missing = [c for c in bucket_by if c not in meta_table.schema.names]
-    if missing:
-        from kartoframe.errors import ColumnNotFoundError
-
-        raise ColumnNotFoundError(f"bucket_by columns not found in the DataFrame: {missing}.")
-    if base is not None:
-        merge_into_stored(
-            base.schema,
-            normalize_schema(meta_table.schema, partition_on),
-            schema_evolution=schema_evolution,
-            dataset_uuid=uuid,
-            origin="the dask DataFrame's meta",
-            partition_keys=partition_on,
-        )
-    if repartition_ratio is not None:
-        if not isinstance(repartition_ratio, int | float) or repartition_ratio <= 0:
-            raise InvalidInputError(f"repartition_ratio must be > 0, got {repartition_ratio!r}.")
-        n = max(1, int(-(-ddf.npartitions // repartition_ratio)))
-        ddf = ddf.repartition(npartitions=n)
-    if not shuffle:
-        if bucket_by or num_buckets != 1:
-            raise InvalidInputError("bucket_by and num_buckets need shuffle=True.")
-        return ddf, ()
-    if not partition_on:
-        raise InvalidInputError("shuffle=True needs partition_on (rows are shuffled on it).")
-    return de.shuffle_for_write(ddf, partition_on, bucket_by, num_buckets), (de.BUCKET_COLUMN,)
-
-
-def store_dataset_from_ddf(
-    ddf: Any,
-    store: StoreInput,
-    dataset_uuid: str,
-    partition_on: Sequence[str] | None = None,
-    secondary_indices: Sequence[str] | None = None,
-    shuffle: bool = False,
-    num_buckets: int = 1,
-    bucket_by: Sequence[str] | None = None,
-    sort_partitions_by: Sequence[str] | None = None,
-    metadata: MetadataArg = None,
-    overwrite: bool = False,
-    table_name: str = "table",
-    df_serializer: DataSerializer | None = None,
-    metadata_storage_format: str = "json",
-    metadata_version: int = 4,
-    repartition_ratio: float | None = None,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-    table: str | None = None,
-    metadata_merger: Callable[..., Any] | None = None,
-) -> Any:
-    """Write a dask DataFrame as a new dataset; returns a lazy object that commits once.
-
-    Computing the result writes one task per dask partition (each writes its files and
-    returns a small summary), then one final task validates the schemas of all partitions,
-    merges the secondary indices and publishes the header. If any partition fails, the
-    files of the others are deleted and nothing is committed.
-
-    Parameters
-    ----------
-    ddf
-        The data; each dask partition becomes one file per partition value (empty
-        partitions write nothing).
-    store
-        Store URL, :class:`kartoframe.Store` or factory; pickled into the graph.
-    dataset_uuid
-        Name of the new dataset.
-    partition_on
-        Hive partition columns.
-    secondary_indices
-        Columns to build inverted indices for.
-    shuffle
-        Shuffle rows on ``partition_on`` (and the hash bucket of ``bucket_by``) first, so
-        each partition value gets at most ``num_buckets`` files instead of one per dask
-        partition. Needs ``partition_on``.
-    num_buckets
-        Files per partition value with ``shuffle=True``.
-    bucket_by
-        Columns whose hash picks the bucket (default: all non-partition columns).
-    sort_partitions_by
-        Sort each file by these columns.
-    metadata
-        User metadata (dict or callable).
-    overwrite
-        Replace an existing dataset.
-    table_name
-        Table directory name.
-    df_serializer
-        :class:`kartoframe.ParquetSerializer` or :class:`kartoframe.CsvSerializer`.
-    metadata_storage_format
-        ``"json"`` or ``"msgpack"``.
-    metadata_version
-        Must be 4.
-    repartition_ratio
-        Divide the number of dask partitions by this before writing.
-    schema_evolution
-        ``"none"`` (default): all partitions must have the same schema. ``"add_columns"``:
-        partitions may add nullable columns (see :func:`kartoframe.store_dataframes_as_dataset`).
-    app_id, app_version, commit_info
-        Idempotent writes and commit information, as in
-        :func:`kartoframe.store_dataframes_as_dataset` (checked when the graph commits).
-    table
-        plateau's name for ``table_name``.
-    metadata_merger
-        Accepted for plateau compatibility (a new dataset has no metadata to merge).
-
-    Returns
-    -------
-    dask.delayed.Delayed
-        Computes to a :class:`kartoframe.DatasetMetadataResult`.
-
-    Raises
-    ------
-    DatasetExistsError
-        The dataset exists and ``overwrite`` is False (checked now, and again at commit).
-
-    Examples
-    --------
-    >>> import dask.dataframe as dd, pandas as pd, kartoframe as kf
-    >>> pdf = pd.DataFrame({"country": ["DE", "FR", "DE", "FR"], "units": [1, 2, 3, 4]})
-    >>> ddf = dd.from_pandas(pdf, npartitions=2)
-    >>> job = kf.store_dataset_from_ddf(ddf, "memory://ddf-write-example", "sales",
-    ...                                 partition_on=["country"], shuffle=True)
-    >>> job.compute().uuid
-    'sales'
-    >>> len(kf.read_dataset_metadata("sales", "memory://ddf-write-example").partitions)
-    2
-    """
-    from kartoframe.execution import dask_engine as de
-    from kartoframe.execution.dask_write import writer_and_committer
-
-    de.dask_modules()
-    _check_ddf(ddf, allow_none=False)
-    del metadata_merger
-    table_name = table_name_arg(table, table_name)
-    uuid, st, fmt, pon, sidx = new_dataset_args(
-        dataset_uuid,
-        store,
-        metadata_storage_format=metadata_storage_format,
-        metadata_version=metadata_version,
-        table_name=table_name,
-        partition_on=partition_on,
-        secondary_indices=secondary_indices,
-        app_transaction=(app_id, app_version),  # before any task writes a file
-    )
-    if not isinstance(overwrite, bool):
-        raise InvalidTypeError("overwrite must be a bool.")
-    evolution = _evolution_arg(schema_evolution)
-    if dataset_exists(st, uuid) and not overwrite:
-        raise DatasetExistsError(uuid)
-    prepared, drop = _prepare_ddf(
-        ddf,
-        partition_on=pon,
-        secondary_indices=sidx,
-        shuffle=shuffle,
-        num_buckets=num_buckets,
-        bucket_by=str_list(bucket_by, "bucket_by"),
-        repartition_ratio=repartition_ratio,
-        base=None,
-        uuid=uuid,
-    )
-    writer, committer = writer_and_committer(
-        st,
-        uuid,
-        base=None,
-        result=DatasetMetadataResult,
-        partition_on=pon,
-        secondary_indices=sidx,
-        index_columns=sidx,
-        serializer=any_serializer_arg(df_serializer),
-        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-        metadata=_resolve_metadata(metadata, {}),
-        storage_format=fmt,
-        table_name=table_name,
-        expect_absent=not overwrite,
-        drop_columns=drop,
-        schema_evolution=evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
-    return de.write_graph(prepared, writer, committer)
-
-
-def update_dataset_from_ddf(
-    ddf: Any,
-    store: StoreInput | None = None,
-    dataset_uuid: str | None = None,
-    delete_scope: Sequence[Mapping[str, Any]] | None = None,
-    metadata: MetadataArg = None,
-    df_serializer: DataSerializer | None = None,
-    metadata_merger: Callable[..., Any] | None = None,
-    default_metadata_version: int = 4,
-    partition_on: Sequence[str] | None = None,
-    sort_partitions_by: Sequence[str] | None = None,
-    secondary_indices: Sequence[str] | None = None,
-    shuffle: bool = False,
-    num_buckets: int = 1,
-    bucket_by: Sequence[str] | None = None,
-    table_name: str = "table",
-    metadata_storage_format: str = "json",
-    repartition_ratio: float | None = None,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-    table: str | None = None,
-    factory: Any = None,
-) -> Any:
-    """Add a dask DataFrame to a dataset and/or delete partitions; lazy, one commit.
-
-    The dataset is created if it does not exist. The header is read now (for
-    ``delete_scope``, the partition keys and the indices); the commit checks that it did not
-    change in between and raises :class:`~kartoframe.errors.CommitConflictError` otherwise.
-
-    Parameters
-    ----------
-    ddf
-        The rows to add, or None for a delete-only (or metadata-only) update.
-    store, dataset_uuid
-        The dataset.
-    delete_scope
-        ``[{column: value, ...}, ...]``: partitions matching any dict are removed in the
-        same commit (columns must be partition keys or indexed).
-    metadata
-        User metadata merged over the existing metadata.
-    df_serializer
-        :class:`kartoframe.ParquetSerializer` or :class:`kartoframe.CsvSerializer`.
-    metadata_merger
-        Accepted for plateau compatibility; metadata is merged key by key.
-    default_metadata_version
-        Must be 4.
-    partition_on
-        Must equal the dataset's partition keys (default: taken from the dataset).
-    sort_partitions_by
-        Sort each written file by these columns.
-    secondary_indices
-        New indices (only for a new dataset); existing indices are always maintained.
-    shuffle, num_buckets, bucket_by, repartition_ratio
-        As in :func:`store_dataset_from_ddf`.
-    table_name
-        Must match the dataset's table.
-    metadata_storage_format
-        Format of a new dataset's header.
-    schema_evolution
-        ``"none"`` (default) or ``"add_columns"`` (new nullable columns allowed; see
-        :func:`kartoframe.update_dataset_from_dataframes`).
-    app_id, app_version, commit_info
-        Idempotent writes and commit information, as in
-        :func:`kartoframe.store_dataframes_as_dataset` (checked when the graph commits).
-    table
-        plateau's name for ``table_name``.
-    factory
-        plateau's ``DatasetFactory`` instead of ``dataset_uuid`` and ``store``.
-
-    Returns
-    -------
-    dask.delayed.Delayed
-        Computes to a :class:`kartoframe.DatasetMetadataResult`.
-
-    Examples
-    --------
-    >>> import dask.dataframe as dd, pandas as pd, kartoframe as kf
-    >>> pdf = pd.DataFrame({"country": ["DE", "FR"], "units": [1, 2]})
-    >>> _ = kf.store_dataframes_as_dataset(store="memory://ddf-update-example",
-    ...     dataset_uuid="sales", dfs=[pdf], partition_on=["country"])
-    >>> new = dd.from_pandas(pd.DataFrame({"country": ["IT"], "units": [9]}), npartitions=1)
-    >>> kf.update_dataset_from_ddf(new, "memory://ddf-update-example", "sales",
-    ...     delete_scope=[{"country": "FR"}]).compute().uuid
-    'sales'
-    >>> sorted(kf.read_table("sales", "memory://ddf-update-example")["country"])
-    ['DE', 'IT']
-    """
-    from kartoframe.execution import dask_engine as de
-    from kartoframe.execution.dask_write import writer_and_committer
-
-    de.dask_modules()
-    _check_ddf(ddf, allow_none=True)
-    del metadata_merger
-    table_name = table_name_arg(table, table_name)
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
-    check_metadata_version(default_metadata_version)
-    check_app_transaction(app_id, app_version)  # before any task writes a file
-    fmt = check_format(metadata_storage_format)
-    evolution = _evolution_arg(schema_evolution)
-    naming.validate_name(table_name, "table_name")
-    base = load_dataset(st, uuid) if dataset_exists(st, uuid) else None
-    pon, table_name = update_layout(base, uuid, partition_on, table_name)
-    sidx, all_idx = update_indices(base, pon, secondary_indices)
-    if ddf is None:
-        if base is None:
-            raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
-        if delete_scope is None and metadata is None:
-            raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
-    remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
-    prepared: Any = None
-    drop: tuple[str, ...] = ()
-    if ddf is not None:
-        prepared, drop = _prepare_ddf(
-            ddf,
-            partition_on=pon,
-            secondary_indices=all_idx,
-            shuffle=shuffle,
-            num_buckets=num_buckets,
-            bucket_by=str_list(bucket_by, "bucket_by"),
-            repartition_ratio=repartition_ratio,
-            base=base,
-            uuid=uuid,
-            schema_evolution=evolution,
-        )
-    writer, committer = writer_and_committer(
-        st,
-        uuid,
-        base=base,
-        result=DatasetMetadataResult,
-        partition_on=pon,
-        secondary_indices=sidx,
-        index_columns=all_idx,
-        serializer=any_serializer_arg(df_serializer),
-        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-        metadata=_resolve_metadata(metadata, base.metadata.metadata if base else {}),
-        storage_format=fmt,
-        table_name=table_name,
-        expect_absent=base is None,
-        remove_labels=remove,
-        create_or_update=True,
-        drop_columns=drop,
-        schema_evolution=evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
-    return de.write_graph(prepared, writer, committer)

@@ -7,7 +7,12 @@ import importlib
 
 import pytest
 
-MODULES = ["kartoframe.api.dask", "kartoframe.api.accessor", "kartoframe.api.stats"]
+MODULES = [
+    "kartoframe.api.dask",
+    "kartoframe.api.dask_write",
+    "kartoframe.api.accessor",
+    "kartoframe.api.stats",
+]
 
 
 @pytest.mark.parametrize("module", MODULES)
