@@ -76,6 +76,7 @@ def _prepare_ddf(
 ) -> tuple[Any, tuple[str, ...]]:
     """Validate the frame's columns on its meta and apply repartitioning / shuffling."""
     from kartoframe.execution import dask_engine as de
+    from kartoframe.execution import dask_write as dw
     from kartoframe.format.convert import frame_to_table
     from kartoframe.format.schema import merge_into_stored, normalize_schema
     from kartoframe.plan.write import check_write_columns
@@ -108,7 +109,7 @@ def _prepare_ddf(
         return ddf, ()
     if not partition_on:
         raise InvalidInputError("shuffle=True needs partition_on (rows are shuffled on it).")
-    return de.shuffle_for_write(ddf, partition_on, bucket_by, num_buckets), (de.BUCKET_COLUMN,)
+    return dw.shuffle_for_write(ddf, partition_on, bucket_by, num_buckets), (dw.BUCKET_COLUMN,)
 
 
 def store_dataset_from_ddf(
@@ -213,6 +214,7 @@ def store_dataset_from_ddf(
     2
     """
     from kartoframe.execution import dask_engine as de
+    from kartoframe.execution import dask_write as dw
     from kartoframe.execution.dask_write import writer_and_committer
 
     de.dask_modules()
@@ -265,7 +267,7 @@ def store_dataset_from_ddf(
         app_version=app_version,
         commit_info=commit_info,
     )
-    return de.write_graph(prepared, writer, committer)
+    return dw.write_graph(prepared, writer, committer)
 
 
 def update_dataset_from_ddf(
@@ -358,6 +360,7 @@ def update_dataset_from_ddf(
     ['DE', 'IT']
     """
     from kartoframe.execution import dask_engine as de
+    from kartoframe.execution import dask_write as dw
     from kartoframe.execution.dask_write import writer_and_committer
 
     de.dask_modules()
@@ -418,4 +421,4 @@ def update_dataset_from_ddf(
         app_version=app_version,
         commit_info=commit_info,
     )
-    return de.write_graph(prepared, writer, committer)
+    return dw.write_graph(prepared, writer, committer)

@@ -73,6 +73,7 @@ def hash_dataset(
     dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     from kartoframe.api.dask import plan_loaded_read
     from kartoframe.execution import dask_engine as de
+    from kartoframe.execution import dask_stats as ds
 
     de.dask_modules()
     sub = str_list(subset, "subset") if subset is not None else None
@@ -97,10 +98,10 @@ def hash_dataset(
     hashed = sub if sub is not None else list(output)
     with de.no_string_conversion():
         if not keys:
-            return ddf.map_partitions(de.hash_partition, hashed, meta=pd.Series([], dtype="uint64"))
-        meta = de.hash_groups(ddf._meta, keys, hashed)
+            return ddf.map_partitions(ds.hash_partition, hashed, meta=pd.Series([], dtype="uint64"))
+        meta = ds.hash_groups(ddf._meta, keys, hashed)
         grouped = ddf if by_files else ddf.shuffle(on=keys, shuffle_method="tasks")
-        return grouped.map_partitions(de.hash_groups, keys, hashed, meta=meta)
+        return grouped.map_partitions(ds.hash_groups, keys, hashed, meta=meta)
 
 
 def collect_dataset_metadata(
@@ -153,6 +154,7 @@ def collect_dataset_metadata(
     dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     from kartoframe.api.read import plan_read
     from kartoframe.execution import dask_engine as de
+    from kartoframe.execution import dask_stats as ds
 
     de.dask_modules()
     if not isinstance(frac, int | float) or isinstance(frac, bool) or not 0.0 < frac <= 1.0:
@@ -163,4 +165,4 @@ def collect_dataset_metadata(
         rng = random.Random(seed)
         parts = rng.sample(parts, max(1, int(len(parts) * frac)))
     token = de.plan_token(plan, st, "metadata", parts)
-    return de.metadata_ddf(st, parts, token)
+    return ds.metadata_ddf(st, parts, token)

@@ -39,7 +39,8 @@ except ImportError as _error:  # pragma: no cover - exercised without dask
 
 from kartoframe.execution.cube_join import empty_result, load_group
 from kartoframe.execution.cube_write import ChunkFailure, commit_all, safe_write_chunk
-from kartoframe.execution.dask_engine import BUCKET_COLUMN, no_string_conversion, shuffle_for_write
+from kartoframe.execution.dask_engine import no_string_conversion
+from kartoframe.execution.dask_write import BUCKET_COLUMN, shuffle_for_write
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, delete_files
 from kartoframe.format.cube import Cube
 from kartoframe.format.header import DatasetHeader

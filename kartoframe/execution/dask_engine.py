@@ -15,14 +15,6 @@ Reads
     (files, schema, query), computed once instead of letting dask tokenise every task, and
     :class:`KartoFromMap` builds the graph layer in one pass.
 
-Writes
-    :func:`write_graph` maps a :class:`PartitionWriter` over the partitions of a dask
-    DataFrame (each call runs :func:`~kartoframe.execution.write.write_chunk` and returns a small
-    :class:`~kartoframe.execution.write.ChunkResult`) and adds one final task running a
-    :class:`Committer`, which calls :func:`~kartoframe.execution.write.commit_write` once. A
-    writer that fails returns a :class:`WriteFailure` instead of raising, so the committer sees
-    every outcome, deletes the files of the partitions that did succeed and re-raises the first
-    error: a failed write leaves the dataset (and the store) as it was.
 """
 
 from __future__ import annotations
@@ -32,7 +24,7 @@ import dataclasses
 import gc
 import hashlib
 import uuid as _uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -48,57 +40,25 @@ except ImportError as _error:  # pragma: no cover - exercised in a subprocess te
     raise MissingDependencyError("dask[dataframe]", "dask") from _error
 
 from kartoframe.execution.kernel import read_task_table, to_frame
-from kartoframe.execution.write import (
-    ChunkResult,
-    DataSerializer,
-    commit_write,
-    delete_files,
-    write_chunk,
-)
-from kartoframe.format.convert import frame_to_table, table_to_frame
-from kartoframe.format.schema import SchemaEvolution, merge_into_stored, normalize_schema
+from kartoframe.format.convert import table_to_frame
 from kartoframe.plan.scan import ReadTask, ScanPlan
-from kartoframe.plan.write import check_write_columns
-from kartoframe.storage.csv_files import csv_file_sizes, is_csv_key
-from kartoframe.storage.parquet import read_footer
 from kartoframe.storage.store import Store
 
 if TYPE_CHECKING:
     from kartoframe.format.dataset import LoadedDataset
 
 __all__ = [
-    "BUCKET_COLUMN",
-    "METADATA_COLUMNS",
-    "Committer",
+    "KartoFromMap",
     "PartitionReader",
-    "PartitionWriter",
-    "WriteFailure",
+    "check_positive_int",
     "dask_modules",
+    "delayed",
     "gc_paused",
-    "hash_partition",
-    "metadata_ddf",
     "no_string_conversion",
     "plan_meta",
     "plan_to_ddf",
     "register_dataframe_accessor",
-    "shuffle_for_write",
-    "write_graph",
 ]
-
-#: Hidden column holding the hash bucket of a row during a shuffled write.
-BUCKET_COLUMN = "__kartoframe_bucket__"
-
-#: Columns (and dtypes) of :func:`kartoframe.collect_dataset_metadata`.
-METADATA_COLUMNS: dict[str, str] = {
-    "partition_label": "object",
-    "row_group_id": "int64",
-    "row_group_compressed_size": "int64",
-    "row_group_uncompressed_size": "int64",
-    "number_rows_total": "int64",
-    "number_row_groups": "int64",
-    "serialized_size": "int64",
-    "number_rows_per_row_group": "int64",
-}
 
 
 def dask_modules() -> tuple[Any, Any]:
@@ -447,252 +407,6 @@ def _fast_from_map(reader: PartitionReader, tasks: _TaskList, meta: Any, divisio
         return new_collection(expr)
     except (TypeError, ValueError, AttributeError):  # pragma: no cover - other dask versions
         return None
-
-
-# --------------------------------------------------------------------------------------------
-# writes
-# --------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class WriteFailure:
-    """Returned by a :class:`PartitionWriter` that failed (the committer re-raises it)."""
-
-    error: BaseException
-    origin: str
-
-
-@dataclasses.dataclass(frozen=True)
-class PartitionWriter:
-    """Writes one dask partition as data files and returns its :class:`ChunkResult`.
-
-    Empty partitions write no file (their schema still takes part in the validation).
-    ``base_schema``, when given, is checked before anything is written (updates).
-    """
-
-    store: Store
-    dataset_uuid: str
-    table_name: str
-    partition_on: tuple[str, ...]
-    index_columns: tuple[str, ...]
-    serializer: DataSerializer
-    sort_partitions_by: tuple[str, ...]
-    base_schema: pa.Schema | None
-    token: str
-    drop_columns: tuple[str, ...] = ()
-    schema_evolution: SchemaEvolution = "none"
-    bloom_filter_columns: tuple[str, ...] = ()
-
-    def __call__(self, df: pd.DataFrame, number: int) -> ChunkResult | WriteFailure:
-        """Write partition number ``number``; never raises (failures are returned)."""
-        origin = f"dask partition {number}"
-        try:
-            if self.drop_columns:
-                df = df.drop(columns=[c for c in self.drop_columns if c in df.columns])
-            return self._write(df, origin)
-        except Exception as e:
-            return WriteFailure(e, origin)
-
-    def _write(self, df: pd.DataFrame, origin: str) -> ChunkResult:
-        pon = list(self.partition_on)
-        table = frame_to_table(df, what=origin)
-        check_write_columns(table.schema, pon, list(self.index_columns), what=origin)
-        schema = normalize_schema(table.schema, pon)
-        if self.base_schema is not None:
-            merge_into_stored(
-                self.base_schema,
-                schema,
-                schema_evolution=self.schema_evolution,
-                dataset_uuid=self.dataset_uuid,
-                origin=origin,
-                partition_keys=pon,
-            )
-        if table.num_rows == 0:
-            return ChunkResult((), schema, origin)
-        return write_chunk(
-            self.store,
-            self.dataset_uuid,
-            table,
-            table_name=self.table_name,
-            partition_on=pon,
-            index_columns=list(self.index_columns),
-            serializer=self.serializer,
-            sort_partitions_by=list(self.sort_partitions_by),
-            origin=origin,
-            max_workers=1,
-            bloom_filter_columns=self.bloom_filter_columns,
-        )
-
-    def __dask_tokenize__(self) -> tuple[str, str]:
-        return (type(self).__name__, self.token)
-
-
-@dataclasses.dataclass(frozen=True)
-class Committer:
-    """The final task of a write graph: one :func:`commit_write` over all partition results.
-
-    ``commit_kwargs`` are passed to :func:`commit_write`; ``result`` turns the committed
-    header into the value the graph computes to.
-    """
-
-    store: Store
-    dataset_uuid: str
-    base: Any
-    commit_kwargs: Mapping[str, Any]
-    result: Callable[[str, Store], Any]
-    token: str
-
-    def __call__(self, outcomes: Sequence[ChunkResult | WriteFailure]) -> Any:
-        """Commit the written partitions, or delete them and raise the first failure."""
-        failures = [o for o in outcomes if isinstance(o, WriteFailure)]
-        chunks = [o for o in outcomes if isinstance(o, ChunkResult)]
-        if failures:
-            delete_files(self.store, [p.key for c in chunks for p in c.partitions])
-            raise failures[0].error
-        md = commit_write(
-            self.store, self.dataset_uuid, chunks, base=self.base, **self.commit_kwargs
-        )
-        return self.result(md.uuid, self.store)
-
-    def __dask_tokenize__(self) -> tuple[str, str]:
-        return (type(self).__name__, self.token)
-
-
-def hash_bucket(df: pd.DataFrame, columns: Sequence[str], num_buckets: int) -> pd.DataFrame:
-    """Add :data:`BUCKET_COLUMN`: a stable hash of ``columns`` modulo ``num_buckets``."""
-    if num_buckets == 1 or len(df) == 0:
-        bucket = pd.Series(0, index=df.index, dtype="uint64")
-    else:
-        h = pd.util.hash_pandas_object(df[list(columns)], index=False)
-        bucket = h % num_buckets
-    return df.assign(**{BUCKET_COLUMN: bucket.astype("uint64")})
-
-
-def shuffle_for_write(
-    ddf: Any, partition_on: Sequence[str], bucket_by: Sequence[str], num_buckets: int
-) -> Any:
-    """Shuffle rows so each (partition value, bucket) lands in exactly one dask partition.
-
-    Uses dask's task-based shuffle (the disk-based one can lose data on a cluster).
-    """
-    cols = list(bucket_by) or [c for c in ddf.columns if c not in partition_on]
-    with no_string_conversion():
-        meta = ddf._meta.assign(**{BUCKET_COLUMN: pd.Series([], dtype="uint64")})
-        tagged = ddf.map_partitions(hash_bucket, cols, num_buckets, meta=meta)
-        return tagged.shuffle(on=[*partition_on, BUCKET_COLUMN], shuffle_method="tasks")
-
-
-def write_graph(ddf: Any, writer: PartitionWriter, committer: Committer) -> Any:
-    """A ``Delayed`` that writes every partition of ``ddf`` and then commits once.
-
-    ``ddf`` may be None (commit only, e.g. a delete-only update).
-    """
-    token = committer.token
-    outcomes = []
-    if ddf is not None:
-        with no_string_conversion():
-            parts = ddf.to_delayed(optimize_graph=True)
-        write = delayed(writer, pure=True)
-        outcomes = [
-            write(p, i, dask_key_name=(f"kartoframe-write-{token}", i)) for i, p in enumerate(parts)
-        ]
-    return delayed(committer, pure=True)(outcomes, dask_key_name=f"kartoframe-commit-{token}")
-
-
-# --------------------------------------------------------------------------------------------
-# statistics
-# --------------------------------------------------------------------------------------------
-
-
-def _label_dtype() -> Any:
-    """``str`` under pandas 3, ``object`` before (what a column of Python strings gets)."""
-    return pd.Series([""]).dtype
-
-
-@dataclasses.dataclass(frozen=True)
-class FooterReader:
-    """Reads the Parquet footer of one data file into rows of :data:`METADATA_COLUMNS`."""
-
-    store: Store
-    token: str
-
-    def __call__(self, part: tuple[str, str]) -> pd.DataFrame:
-        """``part`` is ``(label, key)``; one row per row group of the file."""
-        label, key = part
-        rows: dict[str, list[Any]] = {c: [] for c in METADATA_COLUMNS}
-        if is_csv_key(key):  # plateau's CsvSerializer: the whole file is one "row group"
-            stored, uncompressed, n = csv_file_sizes(self.store, key)
-            for c, v in [
-                ("partition_label", label),
-                ("row_group_id", 0),
-                ("row_group_compressed_size", stored),
-                ("row_group_uncompressed_size", uncompressed),
-                ("number_rows_total", n),
-                ("number_row_groups", 1),
-                ("serialized_size", 0),
-                ("number_rows_per_row_group", n),
-            ]:
-                rows[c].append(v)
-            return metadata_frame(rows)
-        md = read_footer(self.store, key)
-        for i in range(md.num_row_groups):
-            rg = md.row_group(i)
-            rows["partition_label"].append(label)
-            rows["row_group_id"].append(i)
-            rows["row_group_compressed_size"].append(rg.total_byte_size)
-            rows["row_group_uncompressed_size"].append(
-                sum(rg.column(j).total_uncompressed_size for j in range(rg.num_columns))
-            )
-            rows["number_rows_total"].append(md.num_rows)
-            rows["number_row_groups"].append(md.num_row_groups)
-            rows["serialized_size"].append(md.serialized_size)
-            rows["number_rows_per_row_group"].append(rg.num_rows)
-        return metadata_frame(rows)
-
-    def __dask_tokenize__(self) -> tuple[str, str]:
-        return (type(self).__name__, self.token)
-
-
-def metadata_frame(rows: Mapping[str, Sequence[Any]] | None = None) -> pd.DataFrame:
-    """A frame with :data:`METADATA_COLUMNS` (empty if ``rows`` is None)."""
-    data = rows or {c: [] for c in METADATA_COLUMNS}
-    return pd.DataFrame(
-        {
-            c: pd.Series(list(data[c]), dtype=_label_dtype() if t == "object" else t)
-            for c, t in METADATA_COLUMNS.items()
-        }
-    )
-
-
-def metadata_ddf(store: Store, parts: Sequence[tuple[str, str]], token: str) -> Any:
-    """A dask DataFrame of footer statistics, one partition per data file."""
-    with no_string_conversion():
-        if not parts:
-            return dd.from_pandas(metadata_frame(), npartitions=1)
-        return dd.from_map(
-            FooterReader(store, token),
-            list(parts),
-            meta=metadata_frame(),
-            label="kartoframe-metadata",
-            enforce_metadata=False,
-        )
-
-
-def hash_partition(df: pd.DataFrame, subset: Sequence[str]) -> pd.Series:
-    """The ``uint64`` hash of one partition: sum of the row hashes of ``subset``."""
-    total = pd.util.hash_pandas_object(df[list(subset)], index=False).sum()
-    return pd.Series([total], dtype="uint64")
-
-
-def hash_groups(df: pd.DataFrame, group_key: Sequence[str], subset: Sequence[str]) -> pd.Series:
-    """Per-group ``uint64`` hashes (sum of row hashes of ``subset``), indexed by the group."""
-    keys = list(group_key)
-    if len(df) == 0:
-        index = pd.MultiIndex.from_frame(df[keys]) if len(keys) > 1 else pd.Index(df[keys[0]])
-        return pd.Series([], index=index, dtype="uint64")
-    hashes = pd.util.hash_pandas_object(df[list(subset)], index=False)
-    grouped = hashes.groupby([df[k] for k in keys], sort=True, observed=True, dropna=False).sum()
-    return grouped.astype("uint64")
 
 
 def check_positive_int(value: object, name: str) -> int:

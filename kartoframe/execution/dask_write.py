@@ -1,25 +1,49 @@
-"""The two task objects of every dask write graph (dask DataFrame, delayed and bag writes).
+"""Dask write graphs: a writer task per input partition, one commit task.
 
-A :class:`~kartoframe.execution.dask_engine.PartitionWriter` writes one input's files and
-a :class:`~kartoframe.execution.dask_engine.Committer` commits all of them once; both share
-one fresh token, which names the graph's keys.
+:func:`write_graph` maps a :class:`PartitionWriter` over the partitions of a dask
+DataFrame (each call runs :func:`~kartoframe.execution.write.write_chunk` and returns a small
+:class:`~kartoframe.execution.write.ChunkResult`) and adds one final task running a
+:class:`Committer`, which calls :func:`~kartoframe.execution.write.commit_write` once. A
+writer that fails returns a :class:`WriteFailure` instead of raising, so the committer sees
+every outcome, deletes the files of the partitions that did succeed and re-raises the first
+error: a failed write leaves the dataset (and the store) as it was.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import uuid as _uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from kartoframe.execution import dask_engine as de
-from kartoframe.execution.write import DataSerializer
+import pandas as pd
+import pyarrow as pa
+
+from kartoframe.execution.dask_engine import delayed, no_string_conversion
+from kartoframe.execution.write import (
+    ChunkResult,
+    DataSerializer,
+    commit_write,
+    delete_files,
+    write_chunk,
+)
 from kartoframe.format import naming
+from kartoframe.format.convert import frame_to_table
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.schema import SchemaEvolution
+from kartoframe.format.schema import SchemaEvolution, merge_into_stored, normalize_schema
+from kartoframe.plan.write import check_write_columns
 from kartoframe.storage.resolve import bloom_columns_of
 from kartoframe.storage.store import Store
 
-__all__ = ["writer_and_committer"]
+__all__ = [
+    "BUCKET_COLUMN",
+    "Committer",
+    "PartitionWriter",
+    "WriteFailure",
+    "shuffle_for_write",
+    "write_graph",
+    "writer_and_committer",
+]
 
 
 def writer_and_committer(
@@ -44,7 +68,7 @@ def writer_and_committer(
     app_id: str | None = None,
     app_version: int | None = None,
     commit_info: Mapping[str, Any] | None = None,
-) -> tuple[de.PartitionWriter, de.Committer]:
+) -> tuple[PartitionWriter, Committer]:
     """The partition writer and the committer of one write to dataset ``uuid``.
 
     ``base`` is the dataset as loaded before the write (None: create or overwrite): the
@@ -54,7 +78,7 @@ def writer_and_committer(
     (``create_or_update``: an update of a missing dataset lands as an append if it appears).
     """
     token = _uuid.uuid4().hex
-    writer = de.PartitionWriter(
+    writer = PartitionWriter(
         store=st,
         dataset_uuid=uuid,
         table_name=table_name,
@@ -68,7 +92,7 @@ def writer_and_committer(
         schema_evolution=schema_evolution,
         bloom_filter_columns=bloom_columns_of(base),
     )
-    committer = de.Committer(
+    committer = Committer(
         store=st,
         dataset_uuid=uuid,
         base=base,
@@ -90,3 +114,157 @@ def writer_and_committer(
         token=token,
     )
     return writer, committer
+
+
+#: Hidden column holding the hash bucket of a row during a shuffled write.
+BUCKET_COLUMN = "__kartoframe_bucket__"
+
+
+# --------------------------------------------------------------------------------------------
+# writes
+# --------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteFailure:
+    """Returned by a :class:`PartitionWriter` that failed (the committer re-raises it)."""
+
+    error: BaseException
+    origin: str
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionWriter:
+    """Writes one dask partition as data files and returns its :class:`ChunkResult`.
+
+    Empty partitions write no file (their schema still takes part in the validation).
+    ``base_schema``, when given, is checked before anything is written (updates).
+    """
+
+    store: Store
+    dataset_uuid: str
+    table_name: str
+    partition_on: tuple[str, ...]
+    index_columns: tuple[str, ...]
+    serializer: DataSerializer
+    sort_partitions_by: tuple[str, ...]
+    base_schema: pa.Schema | None
+    token: str
+    drop_columns: tuple[str, ...] = ()
+    schema_evolution: SchemaEvolution = "none"
+    bloom_filter_columns: tuple[str, ...] = ()
+
+    def __call__(self, df: pd.DataFrame, number: int) -> ChunkResult | WriteFailure:
+        """Write partition number ``number``; never raises (failures are returned)."""
+        origin = f"dask partition {number}"
+        try:
+            if self.drop_columns:
+                df = df.drop(columns=[c for c in self.drop_columns if c in df.columns])
+            return self._write(df, origin)
+        except Exception as e:
+            return WriteFailure(e, origin)
+
+    def _write(self, df: pd.DataFrame, origin: str) -> ChunkResult:
+        pon = list(self.partition_on)
+        table = frame_to_table(df, what=origin)
+        check_write_columns(table.schema, pon, list(self.index_columns), what=origin)
+        schema = normalize_schema(table.schema, pon)
+        if self.base_schema is not None:
+            merge_into_stored(
+                self.base_schema,
+                schema,
+                schema_evolution=self.schema_evolution,
+                dataset_uuid=self.dataset_uuid,
+                origin=origin,
+                partition_keys=pon,
+            )
+        if table.num_rows == 0:
+            return ChunkResult((), schema, origin)
+        return write_chunk(
+            self.store,
+            self.dataset_uuid,
+            table,
+            table_name=self.table_name,
+            partition_on=pon,
+            index_columns=list(self.index_columns),
+            serializer=self.serializer,
+            sort_partitions_by=list(self.sort_partitions_by),
+            origin=origin,
+            max_workers=1,
+            bloom_filter_columns=self.bloom_filter_columns,
+        )
+
+    def __dask_tokenize__(self) -> tuple[str, str]:
+        return (type(self).__name__, self.token)
+
+
+@dataclasses.dataclass(frozen=True)
+class Committer:
+    """The final task of a write graph: one :func:`commit_write` over all partition results.
+
+    ``commit_kwargs`` are passed to :func:`commit_write`; ``result`` turns the committed
+    header into the value the graph computes to.
+    """
+
+    store: Store
+    dataset_uuid: str
+    base: Any
+    commit_kwargs: Mapping[str, Any]
+    result: Callable[[str, Store], Any]
+    token: str
+
+    def __call__(self, outcomes: Sequence[ChunkResult | WriteFailure]) -> Any:
+        """Commit the written partitions, or delete them and raise the first failure."""
+        failures = [o for o in outcomes if isinstance(o, WriteFailure)]
+        chunks = [o for o in outcomes if isinstance(o, ChunkResult)]
+        if failures:
+            delete_files(self.store, [p.key for c in chunks for p in c.partitions])
+            raise failures[0].error
+        md = commit_write(
+            self.store, self.dataset_uuid, chunks, base=self.base, **self.commit_kwargs
+        )
+        return self.result(md.uuid, self.store)
+
+    def __dask_tokenize__(self) -> tuple[str, str]:
+        return (type(self).__name__, self.token)
+
+
+def hash_bucket(df: pd.DataFrame, columns: Sequence[str], num_buckets: int) -> pd.DataFrame:
+    """Add :data:`BUCKET_COLUMN`: a stable hash of ``columns`` modulo ``num_buckets``."""
+    if num_buckets == 1 or len(df) == 0:
+        bucket = pd.Series(0, index=df.index, dtype="uint64")
+    else:
+        h = pd.util.hash_pandas_object(df[list(columns)], index=False)
+        bucket = h % num_buckets
+    return df.assign(**{BUCKET_COLUMN: bucket.astype("uint64")})
+
+
+def shuffle_for_write(
+    ddf: Any, partition_on: Sequence[str], bucket_by: Sequence[str], num_buckets: int
+) -> Any:
+    """Shuffle rows so each (partition value, bucket) lands in exactly one dask partition.
+
+    Uses dask's task-based shuffle (the disk-based one can lose data on a cluster).
+    """
+    cols = list(bucket_by) or [c for c in ddf.columns if c not in partition_on]
+    with no_string_conversion():
+        meta = ddf._meta.assign(**{BUCKET_COLUMN: pd.Series([], dtype="uint64")})
+        tagged = ddf.map_partitions(hash_bucket, cols, num_buckets, meta=meta)
+        return tagged.shuffle(on=[*partition_on, BUCKET_COLUMN], shuffle_method="tasks")
+
+
+def write_graph(ddf: Any, writer: PartitionWriter, committer: Committer) -> Any:
+    """A ``Delayed`` that writes every partition of ``ddf`` and then commits once.
+
+    ``ddf`` may be None (commit only, e.g. a delete-only update).
+    """
+    token = committer.token
+    outcomes = []
+    if ddf is not None:
+        with no_string_conversion():
+            parts = ddf.to_delayed(optimize_graph=True)
+        write = delayed(writer, pure=True)
+        outcomes = [
+            write(p, i, dask_key_name=(f"kartoframe-write-{token}", i)) for i, p in enumerate(parts)
+        ]
+    return delayed(committer, pure=True)(outcomes, dask_key_name=f"kartoframe-commit-{token}")

@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from kartoframe.errors import InvalidInputError, InvalidTypeError
-from kartoframe.execution.dask_engine import WriteFailure
+from kartoframe.execution.dask_write import WriteFailure
 
 __all__ = ["frames_of", "write_delayed_graph"]
 
