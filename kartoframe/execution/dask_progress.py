@@ -6,7 +6,7 @@ from typing import Any
 
 from dask.callbacks import Callback
 
-from kartoframe.progress import ProgressBar
+from kartoframe._progress_bar import ProgressBar
 
 __all__ = ["DaskProgressCallback"]
 
