@@ -52,6 +52,8 @@ from kartoframe.errors import (
 )
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_engine import ReaderChoice
+from kartoframe.execution.spark_read import plan_to_sdf
+from kartoframe.execution.spark_write import write_sdf
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_write
 from kartoframe.format import naming
 from kartoframe.format.cube import Cube
@@ -223,7 +225,7 @@ def read_dataset_as_sdf(
         as_of=as_of,
         consistent_integers=False,  # Arrow to Spark types: no pandas integer dtypes to decide
     )
-    return spark_engine.plan_to_sdf(spark, plan, st, reader=reader)
+    return plan_to_sdf(spark, plan, st, reader=reader)
 
 
 def _check_sdf(sdf: object, name: str = "sdf") -> None:
@@ -313,7 +315,7 @@ def _write_and_commit(
         empty_schema, zones = _precheck(
             sdf, base, partition_on, index_columns, uuid, schema_evolution
         )
-        chunks = spark_engine.write_sdf(
+        chunks = write_sdf(
             sdf,
             st,
             uuid,

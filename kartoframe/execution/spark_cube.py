@@ -13,7 +13,8 @@ Queries
     cube partition columns (``sort=False`` skips it).
 
 Writes
-    Every dataset's Spark DataFrame is written by :func:`spark_engine.write_sdf`, whose
+    Every dataset's Spark DataFrame is written by
+    :func:`~kartoframe.execution.spark_write.write_sdf`, whose
     executors validate each chunk with the cube rules (NULLs, duplicate cells, the planned
     schema) before writing it; then :func:`kartoframe.execution.cube_write.commit_all`
     commits one dataset at a time, the seed last, undoing everything on failure.
@@ -28,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from kartoframe.errors import EmptyInputError
-from kartoframe.execution import spark_engine
+from kartoframe.execution import spark_engine, spark_write
 from kartoframe.execution.cube_join import load_group
 from kartoframe.execution.cube_write import commit_all
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, delete_files
@@ -166,7 +167,7 @@ def write_cube_sdfs(
             if sdf is None:
                 continue
             slim = dataclasses.replace(w, table=None, base=None, replaces=None)
-            chunks[w.dataset_id] = spark_engine.write_sdf(
+            chunks[w.dataset_id] = spark_write.write_sdf(
                 sdf,
                 store,
                 w.uuid,

@@ -23,7 +23,7 @@ import kartoframe as kf
 import kartoframe.spark as kfs
 from kartoframe.api.read import plan_read
 from kartoframe.errors import InvalidInputError, MissingDependencyError, SchemaError
-from kartoframe.execution import spark_engine
+from kartoframe.execution import spark_predicates
 from kartoframe.execution.kernel import read_plan_table
 from kartoframe.format.spark_types import spark_arrow_schema, to_spark_table
 from kartoframe.plan.predicates import bind, to_expression
@@ -250,7 +250,7 @@ def test_predicate_translation_matches_pyarrow(spark, predicate_dataset) -> None
         predicates.append([rng.sample(pool, rng.randint(1, 3)) for _ in range(rng.randint(1, 3))])
     sdf = kfs.read_dataset_as_sdf(spark, "ds", store, reader="native")
     bound = [bind(p, plan.schema) for p in predicates]
-    cols = [spark_engine.predicate_to_column(b).alias(f"m{i}") for i, b in enumerate(bound)]
+    cols = [spark_predicates.predicate_to_column(b).alias(f"m{i}") for i, b in enumerate(bound)]
     got = sdf.select("id", *cols).toArrow()
     ids = got["id"].to_pylist()
     for i, (pred, b) in enumerate(zip(predicates, bound)):

@@ -21,7 +21,7 @@ from kartoframe.errors import (
     NullPartitionValueError,
     SchemaError,
 )
-from kartoframe.execution import spark_engine
+from kartoframe.execution import spark_write
 from kartoframe.execution.kernel import read_plan_table, read_task_table
 from kartoframe.format.convert import table_to_frame
 from kartoframe.format.spark_types import to_spark_schema
@@ -334,10 +334,10 @@ def test_job_error_mapping() -> None:
         "An exception was thrown from the Python worker:\nTraceback (most recent call last):\n"
         '  File "x.py", line 1\nkartoframe.errors.SchemaError: Schemas differ:\n  column x'
     )
-    mapped = spark_engine._worker_error(err)
+    mapped = spark_write._worker_error(err)
     assert isinstance(mapped, kf.SchemaError)
     assert str(mapped) == "Schemas differ:\n  column x"
-    assert spark_engine._worker_error(RuntimeError("boom")) is None
+    assert spark_write._worker_error(RuntimeError("boom")) is None
 
 
 def test_app_transactions_make_retried_spark_writes_idempotent(spark, tmp_path) -> None:
