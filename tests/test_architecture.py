@@ -20,7 +20,16 @@ PKG = pathlib.Path(__file__).parent.parent / "kartoframe"
 
 #: The rank of each layer folder (a sub-package of kartoframe).
 #: The command line is a client of the public package (``import kartoframe as kf``).
-LAYER_RANK = {"format": 1, "plan": 2, "storage": 2, "execution": 3, "api": 4, "cli": 6}
+#: ``kartoframe.spark`` (the Spark front) is an api module, or a package of them.
+LAYER_RANK = {
+    "format": 1,
+    "plan": 2,
+    "storage": 2,
+    "execution": 3,
+    "api": 4,
+    "spark": 4,
+    "cli": 6,
+}
 #: The rank of each top-level module: a new one must be given a rank here.
 TOP_LEVEL_RANK = {
     "errors": 0,  # the exception hierarchy: imported by everything
