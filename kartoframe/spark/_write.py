@@ -1,0 +1,424 @@
+"""Datasets written from Spark DataFrames: Spark jobs write chunks, the driver commits once."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from kartoframe.api._args import (
+    StoreInput,
+    check_format,
+    check_metadata_version,
+    check_uuid,
+    ensure_store,
+    serializer_arg,
+    str_list,
+)
+from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
+from kartoframe.api.write import (
+    DatasetMetadataResult,
+    MetadataArg,
+    _already_committed,
+    _evolution_arg,
+    _existing,
+    _resolve_metadata,
+    delete_scope_labels,
+)
+from kartoframe.errors import (
+    DatasetExistsError,
+    EmptyInputError,
+    InvalidTypeError,
+)
+from kartoframe.execution import spark_engine
+from kartoframe.execution.spark_write import write_sdf
+from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_write
+from kartoframe.format import naming
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.schema import (
+    SchemaEvolution,
+    merge_into_stored,
+    normalize_schema,
+)
+from kartoframe.plan.write import check_write_columns
+from kartoframe.storage.resolve import bloom_columns_of
+from kartoframe.storage.store import Store
+
+#: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
+DataFrame = Any
+SparkSession = Any
+
+
+__all__ = ["store_dataset_from_sdf", "update_dataset_from_sdf"]
+
+
+def _check_sdf(sdf: object, name: str = "sdf") -> None:
+    if not hasattr(sdf, "mapInArrow") or not hasattr(sdf, "schema"):
+        raise InvalidTypeError(f"{name} must be a pyspark.sql.DataFrame, got {type(sdf).__name__}.")
+
+
+def _conformed_schema(
+    sdf: DataFrame, base: pa.Schema | None
+) -> tuple[pa.Schema, dict[str, str | None]]:
+    """The Arrow schema of the DataFrame, its instants in the zones of ``base``'s columns
+    (Spark has no zone per column; the same instants are stored in the dataset's zone).
+    """
+    schema = spark_engine.sdf_arrow_schema(sdf)
+    zones: dict[str, str | None] = {}
+    if base is not None:
+        for f in schema:
+            if f.name in base.names and pa.types.is_timestamp(f.type) and f.type.tz:
+                bt = base.field(f.name).type
+                if pa.types.is_timestamp(bt) and bt.tz is not None:
+                    zones[f.name] = bt.tz
+    fields = [
+        pa.field(f.name, pa.timestamp(f.type.unit, tz=zones[f.name])) if f.name in zones else f
+        for f in schema
+    ]
+    return pa.schema(fields), zones
+
+
+def _precheck(
+    sdf: DataFrame,
+    base: LoadedDataset | None,
+    partition_on: Sequence[str],
+    secondary_indices: Sequence[str],
+    uuid: str,
+    schema_evolution: SchemaEvolution = "none",
+) -> tuple[pa.Schema, dict[str, str | None]]:
+    """Validate the DataFrame's schema before Spark runs; return the normalised schema
+    and the time zones its instants are stored in.
+
+    With ``schema_evolution="add_columns"`` the DataFrame may add nullable columns and
+    widen decimals (as the eager and dask updates); otherwise it must match the stored
+    schema.
+    """
+    schema, zones = _conformed_schema(sdf, base.schema if base is not None else None)
+    check_write_columns(schema, partition_on, secondary_indices, what="the Spark DataFrame")
+    norm = normalize_schema(schema, partition_on)
+    if base is not None:
+        merge_into_stored(
+            base.schema,
+            norm,
+            schema_evolution=schema_evolution,
+            dataset_uuid=uuid,
+            origin="the Spark DataFrame",
+            partition_keys=partition_on,
+        )
+    return norm, zones
+
+
+def _write_and_commit(
+    sdf: DataFrame | None,
+    st: Store,
+    uuid: str,
+    *,
+    base: LoadedDataset | None,
+    partition_on: list[str],
+    secondary_indices: list[str],
+    index_columns: list[str],
+    remove_labels: set[str],
+    metadata: Mapping[str, Any] | None,
+    serializer: ParquetSerializer,
+    storage_format: naming.MetadataFormat,
+    table_name: str,
+    sort_partitions_by: list[str],
+    expect_absent: bool,
+    repartition: bool,
+    schema_evolution: SchemaEvolution = "none",
+    create_or_update: bool = False,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
+) -> DatasetMetadataResult:
+    if _already_committed(st, uuid, app_id, app_version):
+        return DatasetMetadataResult(uuid, st)  # a retried step: already committed
+    chunks: list[ChunkResult] = []
+    empty_schema = None
+    if sdf is not None:
+        empty_schema, zones = _precheck(
+            sdf, base, partition_on, index_columns, uuid, schema_evolution
+        )
+        chunks = write_sdf(
+            sdf,
+            st,
+            uuid,
+            table_name=table_name,
+            partition_on=partition_on,
+            index_columns=index_columns,
+            serializer=serializer,
+            sort_partitions_by=sort_partitions_by,
+            timezones=zones,
+            repartition=repartition,
+            bloom_filter_columns=bloom_columns_of(base),
+        )
+        if not chunks and base is not None:
+            # no rows: the DataFrame's schema still takes part (as an empty pandas frame's
+            # does), so an empty DataFrame can add columns
+            chunks = [ChunkResult((), empty_schema, "the Spark DataFrame")]
+    md = commit_write(
+        st,
+        uuid,
+        chunks,
+        base=base,
+        partition_on=partition_on,
+        secondary_indices=secondary_indices,
+        remove_labels=remove_labels,
+        metadata=metadata,
+        storage_format=storage_format,
+        table_name=table_name,
+        expect_absent=expect_absent,
+        create_or_update=create_or_update,
+        empty_schema=empty_schema if base is None else None,
+        schema_evolution=schema_evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
+    )
+    return DatasetMetadataResult(md.uuid, st)
+
+
+def store_dataset_from_sdf(
+    sdf: DataFrame,
+    store: StoreInput,
+    dataset_uuid: str,
+    partition_on: Sequence[str] | None = None,
+    secondary_indices: Sequence[str] | None = None,
+    metadata: MetadataArg = None,
+    overwrite: bool = False,
+    df_serializer: ParquetSerializer | None = None,
+    metadata_storage_format: str = "json",
+    metadata_version: int = 4,
+    table_name: str = "table",
+    sort_partitions_by: Sequence[str] | None = None,
+    schema_evolution: SchemaEvolution = "none",
+    *,
+    repartition: bool = True,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
+) -> DatasetMetadataResult:
+    """Write a Spark DataFrame as a new dataset, committing once on the driver.
+
+    Executors write the Parquet files (``mapInArrow`` over the DataFrame's partitions,
+    hash-partitioned on ``partition_on`` first) and return one small record per file;
+    the driver validates the schemas of all files, builds the secondary indices and
+    publishes the header. If the job or the commit fails, the files written for it are
+    deleted and an existing dataset is unchanged.
+
+    Parameters
+    ----------
+    sdf
+        The data. Spark ``timestamp`` columns are stored as UTC instants,
+        ``timestamp_ntz`` as naive timestamps (both in microseconds).
+    store
+        Store URL, :class:`kartoframe.Store` or factory (not ``memory://``).
+    dataset_uuid
+        Name of the dataset.
+    partition_on
+        Columns to partition by (must not hold nulls).
+    secondary_indices
+        Columns to build inverted indices for.
+    metadata
+        User metadata stored in the header.
+    overwrite
+        Replace an existing dataset.
+    df_serializer
+        :class:`kartoframe.ParquetSerializer` (compression, row-group size).
+    metadata_storage_format
+        ``"json"`` or ``"msgpack"``.
+    metadata_version
+        Must be 4.
+    table_name
+        Table directory name.
+    sort_partitions_by
+        Sort each written file by these columns.
+    schema_evolution
+        ``"none"`` (default) or ``"add_columns"``, as in
+        :func:`kartoframe.store_dataframes_as_dataset` (one DataFrame has one schema, so
+        this only matters for the commit record); see ``docs/schema.md``.
+    repartition
+        Hash-partition the rows on ``partition_on`` before writing, so that each
+        partition value is written as one file per flush (default). False keeps the
+        DataFrame's partitioning: one file per Spark partition and value.
+    app_id, app_version
+        Application transaction id (as in Delta): if the dataset already records
+        ``app_version`` (or a higher one) for ``app_id``, nothing is written, so a
+        retried pipeline step commits once.
+    commit_info
+        User data recorded with the commit in the dataset's history.
+
+    Returns
+    -------
+    DatasetMetadataResult
+
+    Raises
+    ------
+    DatasetExistsError
+        The dataset exists and ``overwrite`` is False.
+    NullPartitionValueError, SchemaError, InvalidInputError
+        Invalid data (raised on the driver, also when an executor found it).
+    SparkPythonWorkerError
+        A local session's Python workers cannot import kartoframe (checked before any
+        file is written; see :func:`local_session`).
+
+    Examples
+    --------
+    >>> import kartoframe.spark as kfs  # doctest: +SKIP
+    >>> kfs.store_dataset_from_sdf(sdf, "file:///data", "sales",
+    ...                            partition_on=["country"]).uuid  # doctest: +SKIP
+    'sales'
+    """
+    spark_engine.require_pyspark()
+    _check_sdf(sdf)
+    uuid, st, fmt, pon, sidx = new_dataset_args(
+        dataset_uuid,
+        store,
+        metadata_storage_format=metadata_storage_format,
+        metadata_version=metadata_version,
+        table_name=table_name,
+        partition_on=partition_on,
+        secondary_indices=secondary_indices,
+        check_store=spark_engine.check_store,
+    )
+    evolution = _evolution_arg(schema_evolution)
+    if _existing(st, uuid) is not None and not overwrite:
+        raise DatasetExistsError(uuid)
+    return _write_and_commit(
+        sdf,
+        st,
+        uuid,
+        base=None,
+        partition_on=pon,
+        secondary_indices=sidx,
+        index_columns=sidx,
+        remove_labels=set(),
+        metadata=_resolve_metadata(metadata, {}),
+        serializer=serializer_arg(df_serializer),
+        storage_format=fmt,
+        table_name=table_name,
+        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+        expect_absent=not overwrite,
+        repartition=repartition,
+        schema_evolution=evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
+    )
+
+
+def update_dataset_from_sdf(
+    sdf: DataFrame | None,
+    store: StoreInput,
+    dataset_uuid: str,
+    delete_scope: Sequence[Mapping[str, Any]] | None = None,
+    metadata: MetadataArg = None,
+    df_serializer: ParquetSerializer | None = None,
+    default_metadata_version: int = 4,
+    partition_on: Sequence[str] | None = None,
+    sort_partitions_by: Sequence[str] | None = None,
+    secondary_indices: Sequence[str] | None = None,
+    table_name: str = "table",
+    metadata_storage_format: str = "json",
+    schema_evolution: SchemaEvolution = "none",
+    *,
+    repartition: bool = True,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
+) -> DatasetMetadataResult:
+    """Add a Spark DataFrame's rows to a dataset and/or delete partitions, in one commit.
+
+    Creates the dataset if it does not exist. The DataFrame's schema is checked against
+    the stored one before Spark runs; tz-aware columns are stored in the dataset's
+    time zone. All existing secondary indices are maintained.
+
+    Parameters
+    ----------
+    sdf
+        Rows to add, or None for a delete/metadata-only update.
+    store
+        Store URL, :class:`kartoframe.Store` or factory (not ``memory://``).
+    dataset_uuid
+        The dataset.
+    delete_scope
+        ``[{column: value, ...}, ...]``: partitions matching any dict are removed
+        (columns must be partition keys or indexed).
+    metadata
+        User metadata merged over the existing metadata.
+    df_serializer
+        :class:`kartoframe.ParquetSerializer`.
+    default_metadata_version
+        Must be 4.
+    partition_on
+        Must equal the dataset's partition keys (default: the dataset's).
+    sort_partitions_by
+        Sort each written file by these columns.
+    secondary_indices
+        Indices to create (a new dataset) or a subset of the existing ones.
+    table_name
+        Must match the dataset's table.
+    metadata_storage_format
+        Format of a new dataset.
+    schema_evolution
+        ``"none"`` (default): the DataFrame must match the stored schema.
+        ``"add_columns"``: it may add nullable columns and widen decimals; the change is
+        recorded in the header (see :func:`kartoframe.schema_history`). Files written
+        before read the new columns as nulls. Dropping or retyping a column is always
+        refused. Checked on the driver before Spark runs anything.
+    repartition
+        See :func:`store_dataset_from_sdf`.
+    app_id, app_version, commit_info
+        As in :func:`store_dataset_from_sdf`.
+
+    Returns
+    -------
+    DatasetMetadataResult
+    """
+    spark_engine.require_pyspark()
+    if sdf is not None:
+        _check_sdf(sdf)
+    uuid = check_uuid(dataset_uuid)
+    st = ensure_store(store)
+    spark_engine.check_store(st)
+    check_metadata_version(default_metadata_version)
+    fmt = check_format(metadata_storage_format)
+    evolution = _evolution_arg(schema_evolution)
+    base = _existing(st, uuid)
+    pon, table_name = update_layout(base, uuid, partition_on, table_name)
+    if base is not None:
+        fmt = base.metadata.storage_format
+    else:
+        naming.validate_name(table_name, "table_name")
+    sidx, all_idx = update_indices(base, pon, secondary_indices)
+    if sdf is None and base is None:
+        raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
+    if sdf is None and delete_scope is None and metadata is None:
+        raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
+    remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
+    return _write_and_commit(
+        sdf,
+        st,
+        uuid,
+        base=base,
+        partition_on=pon,
+        secondary_indices=sidx,
+        index_columns=all_idx,
+        remove_labels=remove,
+        metadata=_resolve_metadata(metadata, base.metadata.metadata if base else {}),
+        serializer=serializer_arg(df_serializer),
+        storage_format=fmt,
+        table_name=table_name,
+        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+        expect_absent=base is None,
+        create_or_update=True,
+        repartition=repartition,
+        schema_evolution=evolution,
+        app_id=app_id,
+        app_version=app_version,
+        commit_info=commit_info,
+    )
+
+
+# -- cubes -------------------------------------------------------------------------------
