@@ -26,7 +26,7 @@ java:
 	  || { echo "could not install Java; Spark tests need it" >&2; exit 1; }; }
 
 demo: $(STAMP) java
-	$(BIN)/python -m kartoframe.demo --store ./demo-data
+	$(BIN)/python -m demo --store ./demo-data
 
 lint: $(STAMP)
 	$(BIN)/ruff check kartoframe tests asv_benchmarks

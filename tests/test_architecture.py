@@ -14,9 +14,17 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import tomllib
 from collections.abc import Iterator
 
-PKG = pathlib.Path(__file__).parent.parent / "kartoframe"
+import setuptools
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PKG = ROOT / "kartoframe"
+#: The ``make demo`` application: outside the package, a user of its public API.
+DEMO = ROOT / "demo"
+#: What the demo may import of kartoframe (``plan_read`` is the documented way to see pruning).
+DEMO_MAY_IMPORT = {"kartoframe", "kartoframe.spark", "kartoframe.api.read"}
 
 #: The rank of each layer folder (a sub-package of kartoframe).
 #: The command line is a client of the public package (``import kartoframe as kf``).
@@ -37,8 +45,6 @@ TOP_LEVEL_RANK = {
     "progress": 4,  # the public front of the bars (its dask callback lives in execution)
     "spark": 4,  # the Spark front: an api module
     "__init__": 5,  # the package: the public names of the api modules
-    "demo": 7,  # the ``make demo`` application (see APPLICATIONS)
-    "_demo_engines": 7,
 }
 #: Layers of one rank that never import each other.
 INDEPENDENT = {frozenset({"plan", "storage"})}
@@ -235,19 +241,36 @@ def test_no_module_is_over_the_size_cap() -> None:
     assert not over, f"modules over {SIZE_CAP} lines (split them): {over}"
 
 
-#: Applications on top of the public API (the ``make demo`` job), not library layers: they
-#: start a SparkSession and use dask directly, as a user would.
-APPLICATIONS = {"demo", "_demo_engines"}
-
-
 def test_third_party_engines_stay_in_their_layer() -> None:
     bad = []
     for name in MODULES:
         group = _group(name)
-        if group in APPLICATIONS:
-            continue
         for target, line in _imports(name):
             allowed = THIRD_PARTY_ONLY_IN.get(target.split(".")[0])
             if allowed is not None and group not in allowed:
                 bad.append(f"{_where(name, line)} imports {target}")
     assert not bad, "third-party engines outside their layer:\n" + "\n".join(bad)
+
+
+def test_the_demo_is_an_application_outside_the_package() -> None:
+    assert (DEMO / "__main__.py").is_file()  # ``make demo`` runs ``python -m demo``
+    assert not any("demo" in path.name for path in PKG.rglob("*.py"))
+    find = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packaged = setuptools.find_packages(str(ROOT), **find["packages"]["find"])
+    assert packaged and all(p.split(".")[0] == "kartoframe" for p in packaged), packaged
+    bad = []
+    for path in sorted(DEMO.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
+            bad += [
+                f"{path.relative_to(ROOT)}:{node.lineno} imports {name}"
+                for name in names
+                if name.split(".")[0] == "kartoframe" and name not in DEMO_MAY_IMPORT
+            ]
+    assert not bad, "the demo uses kartoframe as a user would:\n" + "\n".join(bad)

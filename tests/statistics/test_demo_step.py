@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
+import pathlib
 import re
 
-from kartoframe import demo
+#: The demo is an application outside the package, in the repository's top folder.
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def test_demo_skips_files_by_statistics(tmp_path, capsys) -> None:
+def test_demo_skips_files_by_statistics(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    demo = importlib.import_module("demo.run")
     demo.run(f"file://{tmp_path}/store", 20_000, [])
     out = capsys.readouterr().out
     block = out[out.index("- data skipping by statistics") :]

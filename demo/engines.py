@@ -1,4 +1,4 @@
-"""Demo steps beyond the eager API: history, dask, cubes and Spark (see ``demo.py``)."""
+"""Demo steps beyond the eager API: history, dask, cubes and Spark (see ``run.py``)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The `make demo` job: write and read a realistic partitioned, indexed dataset.
 
-Run with ``python -m kartoframe.demo --store ./demo-data``. It generates daily sales by
-country and product (>= 1M rows), stores them partitioned by country and month with a
-secondary index on ``product_id``, then reads them back with column projection and
+Run with ``python -m demo --store ./demo-data`` from the repository's top folder. It generates
+daily sales by country and product (>= 1M rows), stores them partitioned by country and month
+with a secondary index on ``product_id``, then reads them back with column projection and
 predicates that prune by partition and by index, printing what was pruned and timings.
 """
 
@@ -161,7 +161,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of ``python -m kartoframe.demo``."""
+    """Entry point of ``python -m demo``."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--store", default="./demo-data", help="store URL or folder")
     parser.add_argument("--rows", type=int, default=1_200_000)
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if "://" not in args.store and not args.keep and os.path.isdir(args.store):
         shutil.rmtree(args.store)
-    from kartoframe._demo_engines import cube_step, dask_step, history_step, spark_step
+    from demo.engines import cube_step, dask_step, history_step, spark_step
 
     steps = [history_step, dask_step, cube_step]
     if not args.no_spark:
