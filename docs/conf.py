@@ -71,7 +71,12 @@ API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Maintaining datasets", ("kartoframe.api.maintenance", "kartoframe.api.copy")),
     (
         "Schema and statistics",
-        ("kartoframe.api.schema", "kartoframe.api.statistics", "kartoframe.api.stats"),
+        (
+            "kartoframe.api.schema",
+            "kartoframe.format.schema_history",
+            "kartoframe.api.statistics",
+            "kartoframe.api.stats",
+        ),
     ),
     (
         "Dask",
@@ -93,7 +98,7 @@ API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
             "kartoframe.api.cube_admin",
         ),
     ),
-    ("History and concurrency", ("kartoframe.api.history",)),
+    ("History and concurrency", ("kartoframe.api.history", "kartoframe.format.history")),
     ("Checking datasets", ("kartoframe.api.check", "kartoframe.format.check")),
     ("Stores", ("kartoframe.storage.store",)),
     ("plateau utilities", ("kartoframe.api.utils",)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format import naming
@@ -16,6 +17,8 @@ StoreInput = Store | str | Callable[[], Any]
 __all__ = [
     "StoreInput",
     "any_serializer_arg",
+    "dataset_args",
+    "maintenance_flags",
     "check_columns_arg",
     "check_format",
     "check_uuid",
@@ -92,3 +95,16 @@ def check_metadata_version(version: object) -> None:
     """Only metadata version 4 exists."""
     if version not in (None, 4):
         raise InvalidInputError(f"Only metadata version 4 is supported, got {version!r}.")
+
+
+def dataset_args(dataset_uuid: object, store: Any, factory: object = None) -> tuple[str, Store]:
+    """``(uuid, Store)`` of the dataset arguments (or plateau's ``factory=``), validated."""
+    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
+    st = ensure_store(store)
+    return check_uuid(dataset_uuid), st
+
+
+def maintenance_flags(dry_run: object, force: object) -> None:
+    """``dry_run`` and ``force`` of the maintenance functions are booleans."""
+    if not isinstance(dry_run, bool) or not isinstance(force, bool):
+        raise InvalidInputError("dry_run and force must be booleans.")

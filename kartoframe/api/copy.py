@@ -2,37 +2,16 @@
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store
 from kartoframe.api.write import DatasetMetadataResult
-from kartoframe.errors import CorruptMetadataError, DatasetExistsError, InvalidInputError
+from kartoframe.errors import DatasetExistsError, InvalidInputError
 from kartoframe.format import naming
-from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.header import kartoframe_section, with_kartoframe_section
 from kartoframe.progress import ProgressBar
+from kartoframe.storage.dataset_copy import copied_keys, copy_files, renamed_header
 from kartoframe.storage.lifecycle import commit
-from kartoframe.storage.resolve import load_dataset, read_header, statistics_ref
-from kartoframe.storage.store import Store
+from kartoframe.storage.resolve import load_dataset, read_header
 
 __all__ = ["copy_dataset"]
-
-
-def _rekey(key: str, old: str, new: str) -> str:
-    if not key.startswith(old + "/"):
-        raise CorruptMetadataError(
-            f"Dataset {old!r} references {key!r}, a key outside its folder; cannot copy it."
-        )
-    return new + key[len(old) :]
-
-
-def _data_keys(loaded: LoadedDataset, renamed: bool) -> list[str]:
-    md = loaded.metadata
-    keys = set(md.partitions.values()) | set(md.indices.values())
-    stats = statistics_ref(md)
-    if stats is not None and stats.key is not None and not renamed:
-        keys.add(stats.key)
-    return sorted(keys)
 
 
 def copy_dataset(
@@ -118,36 +97,14 @@ def copy_dataset(
     existing = read_header(tgt, new)
     if existing is not None and not overwrite:
         raise DatasetExistsError(new)
-    _copy_files(src, tgt, loaded, new, progress=progress)
-    md = loaded.metadata
-    header = md.replace(
-        uuid=new,
-        partitions={lb: _rekey(k, old, new) for lb, k in md.partitions.items()},
-        indices={c: _rekey(k, old, new) for c, k in md.indices.items()},
-    )
-    if new != old:
-        section = kartoframe_section(header)
-        if section.pop("statistics", None) is not None:
-            header = with_kartoframe_section(header, section)
-    schema_bytes = src.get(naming.common_metadata_key(old, md.table_name))
+    keys = copied_keys(loaded, new)
+    with ProgressBar(f"copying {old}", len(keys), enabled=progress, unit="files") as bar:
+        copy_files(src, tgt, keys, old, new, advance=bar.advance)
     commit(
         tgt,
-        header,
+        renamed_header(loaded.metadata, new),
         base_header=None if existing is None else existing[1],
         expect_absent=existing is None,
-        schema_bytes=schema_bytes,
+        schema_bytes=src.get(naming.common_metadata_key(old, loaded.metadata.table_name)),
     )
     return {new: DatasetMetadataResult(new, tgt)}
-
-
-def _copy_files(src: Store, tgt: Store, loaded: LoadedDataset, new: str, *, progress: bool) -> None:
-    old = loaded.uuid
-    keys = _data_keys(loaded, renamed=new != old)
-    with ProgressBar(f"copying {old}", len(keys), enabled=progress, unit="files") as bar:
-
-        def _copy(key: str) -> None:
-            tgt.put(_rekey(key, old, new), src.get(key))
-            bar.advance()
-
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(_copy, keys))

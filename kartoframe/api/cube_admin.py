@@ -2,27 +2,27 @@
 
 from __future__ import annotations
 
-import uuid as _uuid
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 
-from kartoframe.api._args import StoreInput, ensure_store
+from kartoframe.api._args import StoreInput, ensure_store, maintenance_flags
+from kartoframe.api._docs import fill
 from kartoframe.api.cube import load_cube_datasets
-from kartoframe.api.maintenance import collect_dataset_garbage
 from kartoframe.errors import (
-    DatasetExistsError,
     DatasetNotFoundError,
-    InvalidInputError,
     InvalidTypeError,
-    InvalidUUIDError,
 )
-from kartoframe.format import naming
-from kartoframe.format.cube import SEPARATOR, Cube, check_datasets, member_from_loaded, str_tuple
+from kartoframe.format.cube import Cube, str_tuple
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.header import DatasetHeader, kartoframe_section, with_kartoframe_section
-from kartoframe.storage.lifecycle import commit, delete_headers, delete_log, mark_deleted
-from kartoframe.storage.parquet import read_footer
-from kartoframe.storage.resolve import statistics_ref
+from kartoframe.plan.cube_copy import plan_cube_copy
+from kartoframe.storage.dataset_copy import (
+    assert_stores_differ,
+    copied_keys,
+    copy_files,
+    renamed_header,
+)
+from kartoframe.storage.footer_stats import footer_sizes
+from kartoframe.storage.garbage import delete_loaded, prefix_garbage
+from kartoframe.storage.lifecycle import commit
 from kartoframe.storage.retention import GRACE_HOURS, check_grace
 from kartoframe.storage.store import Store
 
@@ -33,19 +33,6 @@ def _check_cube(cube: object) -> Cube:
     if not isinstance(cube, Cube):
         raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
     return cube
-
-
-def dataset_keys(loaded: LoadedDataset) -> set[str]:
-    """Every key a dataset's header references: header, schema, indices, data files."""
-    md = loaded.metadata
-    keys = {naming.header_key(md.uuid, md.storage_format)}
-    keys.add(naming.common_metadata_key(md.uuid, md.table_name))
-    keys |= set(md.indices.values())
-    keys |= set(md.partitions.values())
-    stats = statistics_ref(md)
-    if stats is not None and stats.key is not None:
-        keys.add(stats.key)
-    return keys
 
 
 def _selected(store: Store, cube: Cube, datasets: object) -> dict[str, LoadedDataset]:
@@ -65,13 +52,10 @@ def delete_cube(cube: Cube, store: StoreInput, datasets: Iterable[str] | None = 
     _check_cube(cube)
     st = ensure_store(store)
     for _ds_id, loaded in sorted(_selected(st, cube, datasets).items()):
-        keys = dataset_keys(loaded)
-        mark_deleted(st, loaded.uuid)
-        delete_headers(st, loaded.uuid)
-        st.delete_many(sorted(keys))
-        delete_log(st, loaded.uuid)
+        delete_loaded(st, loaded)
 
 
+@fill
 def cleanup_cube(
     cube: Cube,
     store: StoreInput,
@@ -104,8 +88,7 @@ def cleanup_cube(
     ----------
     cube
         The cube (its ``uuid_prefix`` selects the keys).
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $store
     dry_run
         Delete nothing; return exactly what the call would delete (the same
         computation).
@@ -131,56 +114,9 @@ def cleanup_cube(
     """
     _check_cube(cube)
     st = ensure_store(store)
-    if not isinstance(dry_run, bool) or not isinstance(force, bool):
-        raise InvalidInputError("dry_run and force must be booleans.")
+    maintenance_flags(dry_run, force)
     grace = check_grace(grace_hours, force=force, what="cleanup_cube")
     return prefix_garbage(st, cube.uuid_prefix, grace, dry_run=dry_run)
-
-
-def cube_garbage(
-    cube: Cube, store: StoreInput, *, grace_hours: float = GRACE_HOURS, force: bool = False
-) -> list[str]:
-    """The keys :func:`cleanup_cube` would delete (sorted), without deleting anything."""
-    return cleanup_cube(cube, store, dry_run=True, grace_hours=grace_hours, force=force)
-
-
-def prefix_uuids(store: Store, uuid_prefix: str) -> list[str]:
-    """Every dataset uuid that owns a key under ``<uuid_prefix>++`` (sorted).
-
-    A key ``<uuid>/...`` or a header ``<uuid>.by-dataset-metadata.*`` names its dataset;
-    names that are no valid uuid (foreign folders) are skipped.
-    """
-    found: set[str] = set()
-    for key in store.iter_keys(uuid_prefix + SEPARATOR):
-        head, sep, _ = key.partition("/")
-        if not sep:
-            suffix = next((x for x in naming.HEADER_SUFFIXES.values() if head.endswith(x)), None)
-            if suffix is None:
-                continue
-            head = head[: -len(suffix)]
-        if len(head) > len(uuid_prefix + SEPARATOR):
-            try:
-                found.add(naming.validate_uuid(head))
-            except InvalidUUIDError:  # not a dataset's name
-                continue
-    return sorted(found)
-
-
-def prefix_garbage(
-    store: Store, uuid_prefix: str, grace_hours: float, *, dry_run: bool
-) -> list[str]:
-    """:func:`cleanup_cube` on validated arguments: the dataset garbage collection
-    (:func:`kartoframe.api.maintenance.collect_dataset_garbage`, ``retention_hours=0``) of
-    every uuid under the prefix; the deleted (``dry_run``: deletable) keys, sorted.
-    """
-    deleted: list[str] = []
-    for uuid in prefix_uuids(store, uuid_prefix):
-        try:
-            keys = collect_dataset_garbage(store, uuid, 0.0, grace_hours, dry_run=dry_run)
-        except DatasetNotFoundError:  # deleted while the cleanup ran: nothing to do
-            continue
-        deleted.extend(keys or ())
-    return sorted(deleted)
 
 
 def collect_stats(
@@ -192,46 +128,10 @@ def collect_stats(
     """
     _check_cube(cube)
     st = ensure_store(store)
-    out: dict[str, dict[str, int]] = {}
-    for ds_id, loaded in sorted(_selected(st, cube, datasets).items()):
-        md = loaded.metadata
-        keys = list(md.partitions.values())
-
-        def _one(key: str) -> tuple[int, int]:
-            return read_footer(st, key).num_rows, st.size(key)
-
-        with ThreadPoolExecutor(max_workers=8) as pool:
-            sizes = list(pool.map(_one, keys))
-        physical = {lb.rsplit("/", 1)[0] if "/" in lb else "" for lb in md.partitions}
-        out[ds_id] = {
-            "blobsize": sum(s for _, s in sizes),
-            "files": len(keys),
-            "partitions": len(physical) if md.partition_keys else 1,
-            "rows": sum(r for r, _ in sizes),
-        }
-    return out
-
-
-def _assert_stores_different(src: Store, tgt: Store, prefix: str) -> None:
-    key = f"{prefix}/.test_store_difference.{_uuid.uuid4().hex}"
-    tgt.put(key, b"")
-    try:
-        if src.exists(key):
-            raise InvalidInputError("Stores are identical but should not be.")
-    finally:
-        tgt.delete(key)
-
-
-def _renamed_uuid(
-    ds_id: str, prefix: str, renamed_prefix: str | None, renamed: Mapping[str, str]
-) -> tuple[str, str]:
-    new_id = renamed.get(ds_id, ds_id)
-    new_prefix = renamed_prefix or prefix
-    return new_id, f"{new_prefix}{SEPARATOR}{new_id}"
-
-
-def _rekey(key: str, old: str, new: str) -> str:
-    return new + key[len(old) :]
+    return {
+        ds_id: footer_sizes(st, loaded.metadata)
+        for ds_id, loaded in sorted(_selected(st, cube, datasets).items())
+    }
 
 
 def copy_cube(
@@ -262,7 +162,7 @@ def copy_cube(
         cube.copy(uuid_prefix=renamed_cube_prefix)  # validates the prefix
     for new in renamed.values():
         cube.ktk_dataset_uuid(new)
-    _assert_stores_different(src, tgt, cube.ktk_dataset_uuid(cube.seed_dataset))
+    assert_stores_differ(src, tgt, cube.ktk_dataset_uuid(cube.seed_dataset))
     wanted = None if datasets is None else set(str_tuple(datasets, "datasets", ordered=False))
     source = load_cube_datasets(src, cube.uuid_prefix, wanted)
     if wanted is None and not source:
@@ -271,64 +171,25 @@ def copy_cube(
         missing = sorted(wanted - set(source))
         if missing:
             raise DatasetNotFoundError(cube.ktk_dataset_uuid(missing[0]), src.url)
-    new_cube = cube.copy(
-        uuid_prefix=renamed_cube_prefix or cube.uuid_prefix,
-        seed_dataset=renamed.get(cube.seed_dataset, cube.seed_dataset),
+    target_prefix = renamed_cube_prefix or cube.uuid_prefix
+    plan = plan_cube_copy(
+        cube,
+        source,
+        load_cube_datasets(tgt, target_prefix),
+        renamed_prefix=renamed_cube_prefix,
+        renamed=renamed,
+        overwrite=overwrite,
     )
-    target = load_cube_datasets(tgt, new_cube.uuid_prefix)
-    plan: dict[str, tuple[str, str]] = {
-        ds_id: _renamed_uuid(ds_id, cube.uuid_prefix, renamed_cube_prefix, renamed)
-        for ds_id in source
-    }
-    if not overwrite:
-        for ds_id in sorted(source):
-            new_id, new_uuid = plan[ds_id]
-            if new_id in target:
-                raise DatasetExistsError(new_uuid)
-    members = {k: member_from_loaded(k, v) for k, v in target.items()}
-    for ds_id, loaded in source.items():
-        new_id, _ = plan[ds_id]
-        members[new_id] = member_from_loaded(new_id, loaded)
-    check_datasets(members, new_cube)
-    order = sorted(source, key=lambda d: (d == cube.seed_dataset, d))
-    for ds_id in order:
+    for ds_id, new_uuid in plan.items():
         loaded = source[ds_id]
-        _, new_uuid = plan[ds_id]
-        _copy_dataset(src, tgt, loaded, new_uuid, overwrite=overwrite)
-    return {ds_id: plan[ds_id][1] for ds_id in order}
-
-
-def _copy_dataset(
-    src: Store, tgt: Store, loaded: LoadedDataset, new_uuid: str, *, overwrite: bool
-) -> None:
-    md = loaded.metadata
-    old = md.uuid
-    keys = sorted(set(md.partitions.values()) | set(md.indices.values()))
-    keys.append(naming.common_metadata_key(old, md.table_name))
-    stats = statistics_ref(md)
-    if stats is not None and stats.key is not None and new_uuid == old:
-        keys.append(stats.key)
-
-    def _copy(key: str) -> None:
-        tgt.put(_rekey(key, old, new_uuid), src.get(key))
-
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        list(pool.map(_copy, keys))
-    header = DatasetHeader(
-        uuid=new_uuid,
-        partitions={lb: _rekey(k, old, new_uuid) for lb, k in md.partitions.items()},
-        table_name=md.table_name,
-        partition_keys=md.partition_keys,
-        indices={c: _rekey(k, old, new_uuid) for c, k in md.indices.items()},
-        embedded_indices=md.embedded_indices,
-        metadata=md.metadata,
-        explicit_partitions=md.explicit_partitions,
-        storage_format=md.storage_format,
-        extra=md.extra,
-    )
-    if new_uuid != old:
-        # per-file statistics name the data files by key: drop them for a renamed copy
-        section = kartoframe_section(header)
-        section.pop("statistics", None)
-        header = with_kartoframe_section(header, section)
-    commit(tgt, header, base_header=None, expect_absent=not overwrite)
+        copy_files(
+            src,
+            tgt,
+            copied_keys(loaded, new_uuid, schema_file=True),
+            loaded.uuid,
+            new_uuid,
+            strict=False,
+        )
+        header = renamed_header(loaded.metadata, new_uuid, strict=False)
+        commit(tgt, header, base_header=None, expect_absent=not overwrite)
+    return plan

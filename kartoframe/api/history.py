@@ -2,87 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
-from typing import Any
-
-from kartoframe.api._args import StoreInput, check_uuid, ensure_store
+from kartoframe.api._args import StoreInput, check_uuid, ensure_store, maintenance_flags
+from kartoframe.api._docs import fill
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError
-from kartoframe.format import naming, txlog
+from kartoframe.format.history import CommitRecord, commit_record
 from kartoframe.storage import log
-from kartoframe.storage.commit import publish_current
-from kartoframe.storage.retention import (
-    DEFAULT_RETENTION_HOURS,
-    check_retention,
-    collect_garbage,
-)
-from kartoframe.storage.store import Store
+from kartoframe.storage.garbage import vacuum
+from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, check_retention
 
 __all__ = ["CommitRecord", "dataset_history", "vacuum_dataset"]
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class CommitRecord:
-    """One version of a dataset, as its transaction log records it.
-
-    Attributes
-    ----------
-    version
-        The version number (0, 1, 2, ...).
-    timestamp
-        When it was committed (UTC).
-    operation
-        ``CREATE``, ``OVERWRITE``, ``APPEND``, ``UPDATE``, ``DELETE_PARTITIONS``,
-        ``SET_METADATA``, ``BUILD_INDEX``, ``BUILD_STATISTICS``, ``REVERT``, ``EXTERNAL``
-        (a header written by another program, recorded when kartoframe next committed),
-        ``DELETE``, ...
-    parameters
-        Operation parameters (partition keys, number of files, metadata keys, ...).
-    added, removed
-        Partition labels this version added and removed.
-    commit_info
-        The ``commit_info`` dict passed to the write, if any.
-    app_id, app_version
-        The application transaction id of the write, if any.
-    writer
-        The program and version that committed.
-    reverts
-        For a ``REVERT``: the version it undoes.
-    reverted
-        True if a later ``REVERT`` undid this version (it was never published).
-    """
-
-    version: int
-    timestamp: dt.datetime
-    operation: str
-    parameters: dict[str, Any]
-    added: tuple[str, ...]
-    removed: tuple[str, ...]
-    commit_info: dict[str, Any] | None
-    app_id: str | None
-    app_version: int | None
-    writer: str
-    reverts: int | None = None
-    reverted: bool = False
-
-
-def _record(entry: txlog.LogEntry, reverted: bool) -> CommitRecord:
-    return CommitRecord(
-        version=entry.version,
-        timestamp=dt.datetime.fromtimestamp(entry.timestamp / 1000, tz=dt.UTC),
-        operation=entry.operation,
-        parameters=dict(entry.parameters),
-        added=entry.added_labels,
-        removed=tuple(entry.remove),
-        commit_info=dict(entry.commit_info) if entry.commit_info is not None else None,
-        app_id=entry.app_id,
-        app_version=entry.app_version,
-        writer=entry.writer,
-        reverts=entry.reverts,
-        reverted=reverted,
-    )
-
-
+@fill
 def dataset_history(
     dataset_uuid: str, store: StoreInput, *, limit: int | None = None
 ) -> list[CommitRecord]:
@@ -90,10 +21,7 @@ def dataset_history(
 
     Parameters
     ----------
-    dataset_uuid
-        The dataset.
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $dataset
     limit
         Return at most this many (the newest) records.
 
@@ -107,8 +35,7 @@ def dataset_history(
 
     Raises
     ------
-    DatasetNotFoundError
-        The dataset does not exist.
+    $not_found
 
     Examples
     --------
@@ -138,10 +65,11 @@ def dataset_history(
         if entry is None:
             continue
         following = entries.get(v + 1)
-        out.append(_record(entry, following is not None and following.reverts == v))
+        out.append(commit_record(entry, following is not None and following.reverts == v))
     return out
 
 
+@fill
 def vacuum_dataset(
     dataset_uuid: str,
     store: StoreInput,
@@ -167,10 +95,7 @@ def vacuum_dataset(
 
     Parameters
     ----------
-    dataset_uuid
-        The dataset.
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $dataset
     retention_hours
         The window (default 168 hours = 7 days, as Delta Lake). Versions older than it
         can no longer be read with ``version=`` / ``as_of=``.
@@ -192,8 +117,7 @@ def vacuum_dataset(
     InvalidInputError
         ``retention_hours`` is not a finite number >= 0, or below the safe minimum
         without ``force``.
-    DatasetNotFoundError
-        The dataset does not exist.
+    $not_found
     CorruptMetadataError
         The header or the log is corrupt (nothing is deleted).
 
@@ -214,37 +138,6 @@ def vacuum_dataset(
     """
     st = ensure_store(store)
     uuid = check_uuid(dataset_uuid)
-    if not isinstance(dry_run, bool) or not isinstance(force, bool):
-        raise InvalidInputError("dry_run and force must be booleans.")
+    maintenance_flags(dry_run, force)
     hours = check_retention(retention_hours, force=force, what="vacuum_dataset")
-    if not dry_run:
-        publish_current(st, uuid)
-    # the retention window is also the grace window: only files older than it go
-    collected = collect_garbage(st, uuid, hours, hours)
-    kept = collected.retained
-    garbage, temps = list(collected.garbage), list(collected.temps)
-    expired = list(kept.expired_log)
-    if dry_run:
-        return sorted([*garbage, *temps, *expired])
-    st.delete_many(garbage + temps)
-    if expired:
-        if not kept.has_checkpoint and kept.oldest is not None and kept.oldest_state is not None:
-            state = kept.oldest_state
-            st.put_if_absent(
-                txlog.checkpoint_key(uuid, kept.oldest),
-                txlog.encode_checkpoint(
-                    kept.oldest,
-                    state.timestamp or 0,
-                    state.header,
-                    state.schema or _schema_bytes(st, state),
-                ),
-            )
-        for key in expired:  # oldest first: the log stays readable from any point
-            st.delete(key)
-    return sorted([*garbage, *temps, *expired])
-
-
-def _schema_bytes(store: Store, state: log.State) -> bytes | None:
-    if state.header is None:
-        return None
-    return store.get_or_none(naming.common_metadata_key(state.header.uuid, state.header.table_name))
+    return vacuum(st, uuid, hours, dry_run=dry_run)

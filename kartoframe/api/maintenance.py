@@ -5,56 +5,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
-from kartoframe.api.compat import resolve_factory
+from kartoframe.api._args import StoreInput, dataset_args, maintenance_flags, str_list
+from kartoframe.api._docs import fill
 from kartoframe.api.write import DatasetMetadataResult
-from kartoframe.errors import (
-    CommitConflictError,
-    DatasetNotFoundError,
-    FormatError,
-    InvalidInputError,
-    KartoframeError,
-    StorageError,
-)
+from kartoframe.errors import DatasetNotFoundError
 from kartoframe.execution.index_build import commit_index_build, index_file, plan_index_build
-from kartoframe.format import generated, txlog
 from kartoframe.progress import track
-from kartoframe.storage.lifecycle import delete_headers, delete_log, mark_deleted
-from kartoframe.storage.log import current_state
-from kartoframe.storage.resolve import dataset_exists, load_dataset, read_header
+from kartoframe.storage.garbage import collect_dataset_garbage, delete_dataset_files
+from kartoframe.storage.resolve import dataset_exists
 from kartoframe.storage.retention import (
     DEFAULT_RETENTION_HOURS,
     GRACE_HOURS,
     check_grace,
     check_hours,
-    collect_garbage,
-    dataset_keys,
 )
-from kartoframe.storage.store import Store
 
-__all__ = [
-    "build_dataset_indices",
-    "collect_dataset_garbage",
-    "delete_dataset",
-    "garbage_collect_dataset",
-    "leftover_keys",
-    "unreferenced_keys",
-]
+__all__ = ["build_dataset_indices", "delete_dataset", "garbage_collect_dataset"]
 
 
-def unreferenced_keys(
-    store: Store, dataset_uuid: str, retention_hours: float | None = None
-) -> list[str]:
-    """Data, index and statistics files (names writes generate) that no version inside
-    the retention window references, whatever their age (None: the current version).
-
-    This ignores the grace window; what :func:`garbage_collect_dataset` would delete is
-    ``garbage_collect_dataset(..., dry_run=True)``.
-    """
-    hours = 0.0 if retention_hours is None else check_hours(retention_hours, "retention_hours")
-    return list(collect_garbage(store, dataset_uuid, hours, 0.0).garbage)
-
-
+@fill
 def garbage_collect_dataset(
     dataset_uuid: str | None = None,
     store: StoreInput | None = None,
@@ -86,15 +55,12 @@ def garbage_collect_dataset(
 
     A dataset without a header (a failed create whose own cleanup failed too) is
     collected entirely: every file with a name kartoframe or plateau generates below
-    ``<uuid>/`` (see :func:`leftover_keys`), log included — again only files older than
-    the grace window (a create in progress has no header yet).
+    ``<uuid>/`` (see :func:`kartoframe.storage.garbage.leftover_keys`), log included —
+    again only files older than the grace window (a create in progress has no header yet).
 
     Parameters
     ----------
-    dataset_uuid
-        The dataset.
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $dataset
     retention_hours
         Keep what versions current during this many past hours need (default 168).
     dry_run
@@ -107,9 +73,7 @@ def garbage_collect_dataset(
         files (or a temp file being published) can be deleted before it commits, and
         the committed version then references missing files. A warning is logged
         (logger ``kartoframe.maintenance``).
-    factory
-        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
-        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
+    $factory
 
     Returns
     -------
@@ -127,83 +91,14 @@ def garbage_collect_dataset(
         The header or the log is corrupt (nothing is deleted; see
         :func:`kartoframe.delete_dataset`).
     """
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    st = ensure_store(store)
-    uuid = check_uuid(dataset_uuid)
-    if not isinstance(dry_run, bool) or not isinstance(force, bool):
-        raise InvalidInputError("dry_run and force must be booleans.")
+    uuid, st = dataset_args(dataset_uuid, store, factory)
+    maintenance_flags(dry_run, force)
     hours = check_hours(retention_hours, "retention_hours")
     grace = check_grace(grace_hours, force=force, what="garbage_collect_dataset")
     keys = collect_dataset_garbage(st, uuid, hours, grace, dry_run=dry_run)
     if keys is None:
         raise DatasetNotFoundError(uuid, st.display_url)
     return keys
-
-
-def collect_dataset_garbage(
-    store: Store, dataset_uuid: str, retention_hours: float, grace_hours: float, *, dry_run: bool
-) -> list[str] | None:
-    """The work of :func:`garbage_collect_dataset` (and, per dataset, of
-    :func:`kartoframe.cleanup_cube`) on validated arguments: delete (``dry_run``: only
-    list) what it deletes, sorted. None if there is neither a dataset nor a file a write
-    of it left.
-    """
-    st, uuid, hours, grace = store, dataset_uuid, retention_hours, grace_hours
-    if _absent(st, uuid):
-        found = leftover_keys(st, uuid)
-        if not found:
-            return None
-        leftovers = _old_enough(st, uuid, found, grace)
-        if not dry_run and leftovers:
-            if not _absent(st, uuid):  # created meanwhile: collect normally
-                return collect_dataset_garbage(st, uuid, hours, grace, dry_run=dry_run)
-            _delete_leftovers(st, uuid, leftovers)
-        return leftovers
-    collected = collect_garbage(st, uuid, hours, grace)
-    keys = sorted([*collected.garbage, *collected.temps])
-    if not dry_run:
-        st.delete_many(keys)
-    return keys
-
-
-def _absent(store: Store, dataset_uuid: str) -> bool:
-    """No dataset: no header, and no log version that creates it (a create between its
-    log entry and its header write is a dataset; its files are not leftovers).
-    """
-    if read_header(store, dataset_uuid) is not None:
-        return False
-    try:
-        return current_state(store, dataset_uuid) is None
-    except FormatError:  # no header and a log that does not decode: what a write left
-        return True
-
-
-def _old_enough(store: Store, dataset_uuid: str, keys: list[str], grace: float) -> list[str]:
-    if grace == 0:
-        return keys
-    cutoff = txlog.now_ms() - int(grace * 3_600_000)
-    ages = dataset_keys(store, dataset_uuid)
-    return [k for k in keys if (t := ages.get(k)) is not None and t < cutoff]
-
-
-def _delete_leftovers(store: Store, dataset_uuid: str, keys: list[str]) -> None:
-    log_keys = [k for k in keys if generated.is_log_file(k, dataset_uuid)]
-    store.delete_many([k for k in keys if k not in set(log_keys)])
-    for key in log_keys:  # oldest first, as delete_log
-        store.delete(key)
-
-
-def leftover_keys(store: Store, dataset_uuid: str) -> list[str]:
-    """Files a write of ``dataset_uuid`` left behind when the dataset has no header.
-
-    A create that failed, and whose own cleanup failed too, leaves data, index,
-    statistics and log files but no header. Only keys with the names kartoframe (and
-    plateau) generate are listed (:func:`kartoframe.format.generated.is_dataset_file`):
-    data files named by a 32-digit hex uuid, index and statistics files,
-    ``_common_metadata``, log entries and temp files of those. Anything else under the
-    prefix (a folder of other files that happens to share the name) is never touched.
-    """
-    return sorted(dataset_keys(store, dataset_uuid))
 
 
 def delete_dataset(
@@ -225,27 +120,13 @@ def delete_dataset(
     DatasetNotFoundError
         If the dataset does not exist.
     """
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    st = ensure_store(store)
-    uuid = check_uuid(dataset_uuid)
+    uuid, st = dataset_args(dataset_uuid, store, factory)
     if not dataset_exists(st, uuid):
         raise DatasetNotFoundError(uuid, st.display_url)
-    keys: set[str] = set()
-    try:
-        loaded = load_dataset(st, uuid)
-        keys = txlog.referenced_keys(loaded.metadata)
-        # the log records the deletion first: writers that started before lose their commit
-        mark_deleted(st, uuid)
-    except (DatasetNotFoundError, StorageError, CommitConflictError):
-        raise
-    except KartoframeError:  # corrupt header or log: nothing to record, remove it all
-        delete_headers(st, uuid)
-    keys |= set(dataset_keys(st, uuid))
-    log = {k for k in keys if generated.is_log_file(k, uuid)}
-    st.delete_many(sorted(keys - log))
-    delete_log(st, uuid)
+    delete_dataset_files(st, uuid)
 
 
+@fill
 def build_dataset_indices(
     store: StoreInput | None,
     dataset_uuid: str | None,
@@ -258,21 +139,14 @@ def build_dataset_indices(
 
     Parameters
     ----------
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
-    dataset_uuid
-        The dataset.
+    $store_dataset
     columns
         Columns to index (not partition keys).
     progress
         Show a progress bar of the files scanned (only on a terminal).
-    factory
-        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
-        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
+    $factory
     """
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    st = ensure_store(store)
-    uuid = check_uuid(dataset_uuid)
+    uuid, st = dataset_args(dataset_uuid, store, factory)
     cols = str_list(columns, "columns")
     loaded, all_cols, plan = plan_index_build(st, uuid, cols)
     # rebuild every index from the data so all indices cover all partitions

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any
-
 import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store
+from kartoframe.api._docs import fill
 from kartoframe.errors import DatasetNotFoundError
-from kartoframe.format.header import kartoframe_section
+from kartoframe.format.schema_history import SchemaEvent, schema_events
 from kartoframe.storage.resolve import load_dataset, read_header
 
 __all__ = ["SchemaEvent", "read_dataset_schema", "schema_history"]
 
 
+@fill
 def read_dataset_schema(dataset_uuid: str, store: StoreInput) -> pa.Schema:
     """The dataset's Arrow schema, read from metadata only (no data file is opened).
 
@@ -26,10 +25,7 @@ def read_dataset_schema(dataset_uuid: str, store: StoreInput) -> pa.Schema:
 
     Parameters
     ----------
-    dataset_uuid
-        The dataset.
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $dataset
 
     Returns
     -------
@@ -37,8 +33,7 @@ def read_dataset_schema(dataset_uuid: str, store: StoreInput) -> pa.Schema:
 
     Raises
     ------
-    DatasetNotFoundError
-        The dataset does not exist.
+    $not_found
 
     Examples
     --------
@@ -53,43 +48,7 @@ def read_dataset_schema(dataset_uuid: str, store: StoreInput) -> pa.Schema:
     return load_dataset(st, check_uuid(dataset_uuid)).schema
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class SchemaEvent:
-    """One recorded schema change of a dataset.
-
-    Attributes
-    ----------
-    version
-        Schema version after the change (1 for the first recorded schema).
-    timestamp
-        When the change was committed (ISO 8601, UTC).
-    change
-        ``"create"`` (dataset created by kartoframe), ``"adopt"`` (first kartoframe commit
-        on a dataset written by another writer, or whose history was dropped by one),
-        ``"add_columns"`` (schema evolution) or ``"external"`` (the stored schema changed
-        outside kartoframe).
-    columns
-        For ``create``, ``adopt`` and ``external``: every column with its type.
-    added
-        For ``add_columns``: the new columns with their types.
-    widened
-        For ``add_columns``: widened columns, ``name -> (old type, new type)``.
-    """
-
-    version: int
-    timestamp: str
-    change: str
-    columns: dict[str, str] = dataclasses.field(default_factory=dict)
-    added: dict[str, str] = dataclasses.field(default_factory=dict)
-    widened: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
-
-
-def _str_map(raw: Any) -> dict[str, str]:
-    if not isinstance(raw, dict):
-        return {}
-    return {str(k): str(v) for k, v in raw.items()}
-
-
+@fill
 def schema_history(dataset_uuid: str, store: StoreInput) -> list[SchemaEvent]:
     """The schema changes recorded in the dataset header, oldest first.
 
@@ -100,10 +59,7 @@ def schema_history(dataset_uuid: str, store: StoreInput) -> list[SchemaEvent]:
 
     Parameters
     ----------
-    dataset_uuid
-        The dataset.
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $dataset
 
     Returns
     -------
@@ -112,8 +68,7 @@ def schema_history(dataset_uuid: str, store: StoreInput) -> list[SchemaEvent]:
 
     Raises
     ------
-    DatasetNotFoundError
-        The dataset does not exist.
+    $not_found
 
     Examples
     --------
@@ -131,25 +86,4 @@ def schema_history(dataset_uuid: str, store: StoreInput) -> list[SchemaEvent]:
     found = read_header(st, uuid)
     if found is None:
         raise DatasetNotFoundError(uuid, st.url)
-    raw = kartoframe_section(found[0]).get("schema_history")
-    events = []
-    for ev in raw if isinstance(raw, list) else []:
-        if not isinstance(ev, dict) or not isinstance(ev.get("version"), int):
-            continue
-        widened_raw = ev.get("widened")
-        widened = {
-            str(k): (str(v[0]), str(v[1]))
-            for k, v in (widened_raw.items() if isinstance(widened_raw, dict) else [])
-            if isinstance(v, list | tuple) and len(v) == 2
-        }
-        events.append(
-            SchemaEvent(
-                version=ev["version"],
-                timestamp=str(ev.get("timestamp", "")),
-                change=str(ev.get("change", "")),
-                columns=_str_map(ev.get("columns")),
-                added=_str_map(ev.get("added")),
-                widened=widened,
-            )
-        )
-    return events
+    return schema_events(found[0])

@@ -318,7 +318,7 @@ def cleanup_command(cube: str, grace_hours: float, force: bool, dry_run: bool, y
       kartoframe ./data cleanup geo --yes
     """
     import kartoframe as kf
-    from kartoframe.api.cube_admin import prefix_garbage
+    from kartoframe.storage.garbage import prefix_garbage
     from kartoframe.storage.retention import check_grace
 
     ctx = get_ctx()

@@ -62,7 +62,7 @@ def test_delete_cube_keeps_other_cubes_and_garbage(cube, full, seed_df):
 
 
 def _tracked(store, md):
-    from kartoframe.api.cube_admin import dataset_keys
+    from kartoframe.storage.garbage import referenced_keys as dataset_keys
     from kartoframe.storage.resolve import load_dataset
 
     return dataset_keys(load_dataset(store, md.uuid))

@@ -1,0 +1,33 @@
+"""Sizes and row counts of a dataset's data files, from the store and the Parquet footers."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from kartoframe.format.header import DatasetHeader
+from kartoframe.storage.parquet import read_footer
+from kartoframe.storage.store import Store
+
+__all__ = ["footer_sizes"]
+
+
+def footer_sizes(store: Store, md: DatasetHeader) -> dict[str, int]:
+    """``blobsize`` (bytes), ``files``, ``partitions`` (physical) and ``rows`` of a dataset.
+
+    Row counts come from the Parquet footers (ranged reads, 8 at a time), sizes from the
+    store.
+    """
+    keys = list(md.partitions.values())
+
+    def _one(key: str) -> tuple[int, int]:
+        return read_footer(store, key).num_rows, store.size(key)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        sizes = list(pool.map(_one, keys))
+    physical = {lb.rsplit("/", 1)[0] if "/" in lb else "" for lb in md.partitions}
+    return {
+        "blobsize": sum(s for _, s in sizes),
+        "files": len(keys),
+        "partitions": len(physical) if md.partition_keys else 1,
+        "rows": sum(r for r, _ in sizes),
+    }
