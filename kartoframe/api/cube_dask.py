@@ -93,7 +93,7 @@ def _write_dask(
 ) -> Any:
     from dask.delayed import delayed
 
-    from kartoframe.execution.cube_dask import write_graph
+    from kartoframe.execution.cube_dask_write import write_graph
 
     if not isinstance(cube, Cube):
         raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")

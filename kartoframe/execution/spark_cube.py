@@ -23,25 +23,18 @@ Writes
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
 
-from kartoframe.errors import EmptyInputError
-from kartoframe.execution import spark_engine, spark_write
+from kartoframe.execution import spark_engine
 from kartoframe.execution.cube_join import load_group
-from kartoframe.execution.cube_write import commit_all
-from kartoframe.execution.write import ChunkResult, ParquetSerializer, delete_files
-from kartoframe.format.cube import CUBE_TABLE, Cube
-from kartoframe.format.header import DatasetHeader
-from kartoframe.format.schema import compatible_merge, normalize_schema
 from kartoframe.format.spark_types import spark_arrow_schema, to_spark_schema, to_spark_table
 from kartoframe.plan.cube_query import CubeQueryPlan
-from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite, prepare_frame
 from kartoframe.storage.store import Store
 
-__all__ = ["cube_output_schema", "cube_plan_to_sdf", "write_cube_sdfs"]
+__all__ = ["cube_output_schema", "cube_plan_to_sdf"]
 
 
 def cube_output_schema(plan: CubeQueryPlan) -> pa.Schema:
@@ -112,84 +105,3 @@ def cube_plan_to_sdf(spark: Any, plan: CubeQueryPlan, store: Store, *, sort: boo
     if sort and not plan.intention.partition_by and n > 1:
         sdf = sdf.orderBy(*[spark_engine.column(c) for c in plan.sort_columns])
     return sdf
-
-
-@dataclasses.dataclass(frozen=True)
-class CubeChunk:
-    """Executor-side validation of one chunk of a cube dataset (the eager rules)."""
-
-    cube: Cube
-    write: DatasetWrite
-
-    def __call__(self, table: pa.Table, origin: str) -> pa.Table:
-        """NULLs and duplicate cells (raises), sort, check against the planned schema."""
-        w = self.write
-        table = prepare_frame(w.dataset_id, table, self.cube, w.partition_on)
-        compatible_merge(
-            w.schema,
-            normalize_schema(table.schema, w.partition_on),
-            dataset_uuid=w.uuid,
-            origin=f'{origin} of dataset "{w.dataset_id}"',
-            reference_origin="the planned schema",
-        )
-        return table
-
-
-def _zones(schema: pa.Schema) -> dict[str, str | None]:
-    return {
-        f.name: f.type.tz for f in schema if pa.types.is_timestamp(f.type) and f.type.tz is not None
-    }
-
-
-def write_cube_sdfs(
-    store: Store,
-    plan: CubeWritePlan,
-    frames: Mapping[str, Any],
-    serializer: ParquetSerializer,
-    *,
-    repartition: bool = True,
-    require_rows: bool = True,
-) -> dict[str, DatasetHeader]:
-    """Write every dataset's Spark DataFrame, then commit the datasets (seed last).
-
-    Raises
-    ------
-    EmptyInputError
-        ``require_rows`` and a written dataset got no rows.
-    KartoframeError
-        A cube rule broken by the data (found by an executor) or a commit conflict;
-        every file written for the operation is deleted and no header changes.
-    """
-    chunks: dict[str, list[ChunkResult]] = {w.dataset_id: [] for w in plan.writes}
-    try:
-        for w in plan.writes:
-            sdf = frames.get(w.dataset_id)
-            if sdf is None:
-                continue
-            slim = dataclasses.replace(w, table=None, base=None, replaces=None)
-            chunks[w.dataset_id] = spark_write.write_sdf(
-                sdf,
-                store,
-                w.uuid,
-                table_name=CUBE_TABLE,
-                partition_on=w.partition_on,
-                index_columns=w.index_columns,
-                serializer=serializer,
-                timezones=_zones(w.schema),
-                repartition=repartition,
-                prepare=CubeChunk(plan.cube, slim),
-            )
-        if require_rows:
-            empty = sorted(
-                w.dataset_id
-                for w in plan.writes
-                if w.dataset_id in frames
-                and frames[w.dataset_id] is not None
-                and not any(c.partitions for c in chunks[w.dataset_id])
-            )
-            if empty:
-                raise EmptyInputError(f"Cannot write empty datasets: {', '.join(empty)}")
-    except BaseException:
-        delete_files(store, [p.key for cs in chunks.values() for c in cs for p in c.partitions])
-        raise
-    return commit_all(store, plan, chunks)

@@ -76,7 +76,7 @@ def _write_cube(
 ) -> dict[str, DatasetMetadataResult]:
     """Validate everything the schemas allow, plan, then let Spark write and commit."""
     from kartoframe.api.cube_write import CUBE_SERIALIZER, resolve_frame_operation
-    from kartoframe.execution.spark_cube import write_cube_sdfs
+    from kartoframe.execution.spark_cube_write import write_cube_sdfs
 
     spark_engine.require_pyspark()
     if not isinstance(cube, Cube):

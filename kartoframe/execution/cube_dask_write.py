@@ -1,0 +1,141 @@
+"""Cube writes as dask graphs: one writer task per input partition and dataset, one commit task."""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid as _uuid
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from kartoframe.errors import EmptyInputError, MissingDependencyError
+
+try:
+    from dask.delayed import delayed
+except ImportError as _error:  # pragma: no cover - exercised without dask
+    raise MissingDependencyError("dask[dataframe]", "dask") from _error
+
+from kartoframe.execution.cube_write import ChunkFailure, commit_all, safe_write_chunk
+from kartoframe.execution.dask_engine import no_string_conversion
+from kartoframe.execution.dask_write import BUCKET_COLUMN, shuffle_for_write
+from kartoframe.execution.write import ChunkResult, ParquetSerializer, delete_files
+from kartoframe.format.cube import Cube
+from kartoframe.format.header import DatasetHeader
+from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite
+from kartoframe.storage.store import Store
+
+__all__ = ["CubeCommitter", "write_graph"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ChunkWriter:
+    """Validates and writes one partition of a dataset's input frame."""
+
+    store: Store
+    cube: Cube
+    write: DatasetWrite
+    serializer: ParquetSerializer
+    token: str
+
+    def __call__(self, df: pd.DataFrame, number: int) -> list[ChunkResult | ChunkFailure]:
+        """Write the chunk (one call per bucket after a bucketed shuffle)."""
+        origin = f'partition {number} of dataset "{self.write.dataset_id}"'
+        if len(df) == 0:
+            return []
+        if BUCKET_COLUMN not in df.columns:
+            return [
+                safe_write_chunk(self.store, self.cube, self.write, df, self.serializer, origin)
+            ]
+        out: list[ChunkResult | ChunkFailure] = []
+        for _, sub in df.groupby(BUCKET_COLUMN, sort=True):
+            part = sub.drop(columns=[BUCKET_COLUMN]).reset_index(drop=True)
+            out.append(
+                safe_write_chunk(self.store, self.cube, self.write, part, self.serializer, origin)
+            )
+        return out
+
+    def __dask_tokenize__(self) -> tuple[str, str, str]:
+        return ("kartoframe-cube-writer", self.token, self.write.dataset_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class CubeCommitter:
+    """The final task: commit every dataset (seed last) or undo and raise."""
+
+    store: Store
+    plan: CubeWritePlan
+    require_rows: bool
+    token: str
+
+    def __call__(
+        self, outcomes: Sequence[tuple[str, list[ChunkResult | ChunkFailure]]]
+    ) -> dict[str, DatasetHeader]:
+        """Collect the chunk outcomes per dataset and commit."""
+        chunks: dict[str, list[ChunkResult | ChunkFailure]] = {
+            w.dataset_id: [] for w in self.plan.writes
+        }
+        for ds_id, results in outcomes:
+            chunks[ds_id].extend(results)
+        if self.require_rows:
+            empty = sorted(
+                w.dataset_id
+                for w in self.plan.writes
+                if not any(
+                    isinstance(c, ChunkResult) and c.partitions for c in chunks[w.dataset_id]
+                )
+                and not any(isinstance(c, ChunkFailure) for c in chunks[w.dataset_id])
+            )
+            if empty:
+                delete_files(
+                    self.store,
+                    [
+                        p.key
+                        for cs in chunks.values()
+                        for c in cs
+                        if isinstance(c, ChunkResult)
+                        for p in c.partitions
+                    ],
+                )
+                raise EmptyInputError(f"Cannot write empty datasets: {', '.join(empty)}")
+        return commit_all(self.store, self.plan, chunks)
+
+    def __dask_tokenize__(self) -> tuple[str, str]:
+        return ("kartoframe-cube-committer", self.token)
+
+
+def _tagged(ds_id: str, results: list[ChunkResult | ChunkFailure]) -> tuple[str, list[Any]]:
+    return ds_id, results
+
+
+def write_graph(
+    store: Store,
+    plan: CubeWritePlan,
+    frames: Mapping[str, Any],
+    serializer: ParquetSerializer,
+    *,
+    shuffle: bool = False,
+    num_buckets: int = 1,
+    bucket_by: Sequence[str] = (),
+    require_rows: bool = True,
+) -> Any:
+    """A ``Delayed`` writing every partition of every frame, then committing each dataset."""
+    token = _uuid.uuid4().hex
+    outcomes = []
+    for w in plan.writes:
+        ddf = frames.get(w.dataset_id)
+        if ddf is None:
+            continue
+        if shuffle and w.partition_on:
+            ddf = shuffle_for_write(ddf, w.partition_on, list(bucket_by), num_buckets)
+        with no_string_conversion():
+            parts = ddf.to_delayed(optimize_graph=True)
+        writer = delayed(ChunkWriter(store, plan.cube, w, serializer, token), pure=True)
+        tag = delayed(_tagged, pure=True)
+        for i, p in enumerate(parts):
+            result = writer(
+                p, i, dask_key_name=(f"kartoframe-cube-write-{token}-{w.dataset_id}", i)
+            )
+            outcomes.append(tag(w.dataset_id, result))
+    committer = CubeCommitter(store, plan, require_rows, token)
+    return delayed(committer, pure=True)(outcomes, dask_key_name=f"kartoframe-cube-commit-{token}")
