@@ -6,13 +6,11 @@ them reads only the header and the indices the predicates need.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from typing import Any
 
-import pandas as pd
-
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
+from kartoframe.api._docs import fill
 from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import InvalidInputError
 from kartoframe.storage.resolve import load_dataset
@@ -20,6 +18,7 @@ from kartoframe.storage.resolve import load_dataset
 __all__ = ["collect_dataset_metadata", "hash_dataset"]
 
 
+@fill
 def hash_dataset(
     store: StoreInput | None = None,
     dataset_uuid: str | None = None,
@@ -37,10 +36,7 @@ def hash_dataset(
 
     Parameters
     ----------
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
-    dataset_uuid
-        The dataset.
+    $store_dataset
     subset
         Columns to hash (default: all columns).
     group_key
@@ -51,9 +47,7 @@ def hash_dataset(
         DNF filter: only matching rows are hashed.
     table
         plateau's table name; it must be the dataset's table.
-    factory
-        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
-        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
+    $factory
 
     Returns
     -------
@@ -73,7 +67,7 @@ def hash_dataset(
     dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     from kartoframe.api.dask import plan_loaded_read
     from kartoframe.execution import dask_engine as de
-    from kartoframe.execution import dask_stats as ds
+    from kartoframe.execution.graph_stats import hash_graph
 
     de.dask_modules()
     sub = str_list(subset, "subset") if subset is not None else None
@@ -94,16 +88,10 @@ def hash_dataset(
         predicates=predicates,
         dispatch_by=keys if by_files else None,
     )
-    ddf = de.plan_to_ddf(plan, st, output_columns=output)
-    hashed = sub if sub is not None else list(output)
-    with de.no_string_conversion():
-        if not keys:
-            return ddf.map_partitions(ds.hash_partition, hashed, meta=pd.Series([], dtype="uint64"))
-        meta = ds.hash_groups(ddf._meta, keys, hashed)
-        grouped = ddf if by_files else ddf.shuffle(on=keys, shuffle_method="tasks")
-        return grouped.map_partitions(ds.hash_groups, keys, hashed, meta=meta)
+    return hash_graph(plan, st, output, keys, sub, by_files=by_files)
 
 
+@fill
 def collect_dataset_metadata(
     store: StoreInput | None = None,
     dataset_uuid: str | None = None,
@@ -117,10 +105,7 @@ def collect_dataset_metadata(
 
     Parameters
     ----------
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
-    dataset_uuid
-        The dataset.
+    $store_dataset
     predicates
         Restrict to the files that may hold matching rows. Only partition keys and
         secondary indices prune here (footers are read, not data), so the result
@@ -130,9 +115,7 @@ def collect_dataset_metadata(
         kept.
     seed
         Seed of the sample (default: random).
-    factory
-        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
-        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
+    $factory
 
     Returns
     -------
@@ -154,15 +137,10 @@ def collect_dataset_metadata(
     dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     from kartoframe.api.read import plan_read
     from kartoframe.execution import dask_engine as de
-    from kartoframe.execution import dask_stats as ds
+    from kartoframe.execution.graph_stats import metadata_graph
 
     de.dask_modules()
     if not isinstance(frac, int | float) or isinstance(frac, bool) or not 0.0 < frac <= 1.0:
         raise InvalidInputError(f"frac must be in (0, 1], got {frac!r}.")
     plan, st = plan_read(dataset_uuid, store, predicates=predicates, columns=[])
-    parts = [(f.label, f.key) for t in plan.tasks for f in t.files]
-    if frac < 1.0 and parts:
-        rng = random.Random(seed)
-        parts = rng.sample(parts, max(1, int(len(parts) * frac)))
-    token = de.plan_token(plan, st, "metadata", parts)
-    return ds.metadata_ddf(st, parts, token)
+    return metadata_graph(plan, st, frac, seed)
