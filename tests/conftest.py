@@ -1,11 +1,13 @@
-"""Shared fixtures: stores (local folder, memory, S3-compatible server on 127.0.0.1) and
-fault-injecting wrappers of them (``tests/storage/faultfs.py``)."""
+"""Shared fixtures: stores (local folder, memory, S3-compatible server on 127.0.0.1),
+fault-injecting wrappers of them (``tests/storage/faultfs.py``) and the session's local
+SparkSession (used by ``tests/spark`` and the Spark conformance bindings)."""
 
 from __future__ import annotations
 
 import importlib.util
 import logging
 import os
+import shutil
 import sys
 import uuid
 from collections.abc import Callable, Iterator
@@ -131,3 +133,25 @@ def make_faulty() -> Callable[..., tuple[kf.Store, Any]]:
         return wrapped, ffs
 
     return _make
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """A local SparkSession (2 cores) for the whole test session.
+
+    Built by :func:`kartoframe.spark.local_session` (the documented way): ``local[2]``,
+    ``PYSPARK_PYTHON`` set to the test interpreter before the JVM starts, Arrow, UTC session
+    time zone, small shuffles, no UI. On top: the tests' own log4j2 file
+    (``tests/spark/log4j2.properties``, which also silences the executor logs of expected
+    task failures) and a JIT setting that shortens the cold start.
+    """
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java; `make test` installs it")
+    import kartoframe.spark as kfs
+
+    log4j2 = Path(__file__).resolve().parent / "spark" / "log4j2.properties"
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j2} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    session = kfs.local_session("kartoframe-tests", cores=2, java_options=java_opts)
+    yield session
+    session.stop()

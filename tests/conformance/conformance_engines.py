@@ -160,3 +160,112 @@ def assert_meta_matches(meta: pd.DataFrame, df: pd.DataFrame) -> None:
         assert m == d, f"{col}: meta {m!r} != partition {d!r}"
     if meta.index.name is not None:
         assert meta.index.dtype == df.index.dtype
+
+
+class Spark(Engine):
+    """``kartoframe.spark``: ``read_dataset_as_sdf`` / ``store_dataset_from_sdf`` /
+    ``update_dataset_from_sdf`` on a local SparkSession.
+
+    Translation only, in both directions, through Spark's documented type mapping
+    (``docs/spark.md``, ``kartoframe.format.spark_types``):
+
+    * input frames become one Spark DataFrame with one Spark partition per frame (Arrow
+      columns under the Spark types of their Arrow types, naive timestamps as
+      ``timestamp_ntz``), written with ``repartition=False``, so the files match the other
+      engines' (one per input frame and partition value);
+    * a read is collected through Arrow; its schema must be exactly Spark's representation
+      of the dataset's schema (``spark_arrow_schema``), which is then mapped back (same
+      values: ``decimal(20,0)`` to ``uint64``, UTC instants to the column's zone) and
+      converted to pandas with the dataset's pandas metadata, as the eager reader does.
+    * ``read_partitions`` returns one frame per Spark partition (``spark_partition_id``).
+    """
+
+    name = "spark"
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def _sdf(self, uuid: str, store: kf.Store, **kw: Any) -> Any:
+        import kartoframe.spark as kfs
+
+        return kfs.read_dataset_as_sdf(self.session, uuid, store, **kw)
+
+    def _to_frame(self, table: Any, uuid: str, store: kf.Store, columns: Any) -> pd.DataFrame:
+        import pyarrow as pa
+
+        from kartoframe.format.convert import table_to_frame
+        from kartoframe.format.spark_types import spark_arrow_schema
+
+        schema = kf.read_dataset_metadata(uuid, store).schema
+        names = list(columns) if columns is not None else list(table.column_names)
+        assert table.schema.remove_metadata() == spark_arrow_schema(schema, names), table.schema
+        back = pa.Table.from_arrays(
+            [table.column(n).cast(schema.field(n).type) for n in names], names=names
+        )
+        return table_to_frame(back, schema)
+
+    def read_table(self, uuid: str, store: kf.Store, **kw: Any) -> pd.DataFrame:
+        sdf = self._sdf(uuid, store, **kw)
+        return self._to_frame(sdf.toArrow(), uuid, store, kw.get("columns"))
+
+    def read_partitions(self, uuid: str, store: kf.Store, **kw: Any) -> list[pd.DataFrame]:
+        """One frame per data file Spark reads (``inputFiles``), rows grouped by
+        ``input_file_name()`` (the native reader; Spark splits need not follow files)."""
+        import pyarrow.compute as pc
+        from pyspark.sql import functions as F
+
+        sdf = self._sdf(uuid, store, **kw)
+        files = sdf.inputFiles()
+        tagged = sdf.withColumn("__file", F.input_file_name()).toArrow()
+        source = tagged.column("__file")
+        assert set(source.to_pylist()) <= set(files), "rows without a native-reader file"
+        table = tagged.drop_columns(["__file"])
+        columns = kw.get("columns")
+        return [
+            self._to_frame(table.filter(pc.equal(source, f)), uuid, store, columns) for f in files
+        ]
+
+    def from_frames(self, dfs: Sequence[pd.DataFrame]) -> Any:
+        """One Spark DataFrame, Spark partition ``i`` holding the rows of input frame ``i``.
+
+        (A union of one DataFrame per frame is not enough: Spark's optimiser merges the
+        local relations into one partition.)
+        """
+        from pyspark.sql.types import StructType
+
+        from kartoframe.format.convert import frame_to_table
+        from kartoframe.format.spark_types import to_spark_schema
+
+        tables = [frame_to_table(df) for df in dfs]
+        schema = StructType.fromJson(to_spark_schema(tables[0].schema))
+        inputs = [t.cast(_spark_input_schema(t.schema)) for t in tables]
+
+        def frames(batches: Any) -> Any:
+            for batch in batches:
+                for i in batch.column(0).to_pylist():
+                    yield from inputs[i].to_batches()
+
+        ids = self.session.range(0, len(inputs), 1, numPartitions=len(inputs))
+        return ids.mapInArrow(frames, schema)
+
+    def store(self, store: kf.Store, uuid: str, dfs: Sequence[pd.DataFrame], **kw: Any) -> Any:
+        import kartoframe.spark as kfs
+
+        return kfs.store_dataset_from_sdf(
+            self.from_frames(dfs), store, uuid, repartition=False, **kw
+        )
+
+    def update(self, store: kf.Store, uuid: str, dfs: Sequence[pd.DataFrame], **kw: Any) -> Any:
+        import kartoframe.spark as kfs
+
+        sdf = self.from_frames(dfs) if dfs else None
+        return kfs.update_dataset_from_sdf(sdf, store, uuid, repartition=False, **kw)
+
+
+def _spark_input_schema(schema: Any) -> Any:
+    """The Arrow types Spark takes for the Spark types of ``schema`` (same values)."""
+    import pyarrow as pa
+
+    from kartoframe.format.spark_types import spark_arrow_type
+
+    return pa.schema([pa.field(f.name, spark_arrow_type(f.type)) for f in schema])

@@ -361,7 +361,9 @@ class WriteSuite:
         pruned = kf.read_table("w", store, predicates=[[("product", "==", 3)]])
         assert sorted(pruned["units"]) == [3, 7, 11, 15, 19, 23]
 
-    def test_all_types_round_trip(self, engine, store) -> None:
+    def test_all_types_write_round_trip(self, engine, store) -> None:
+        # (named apart from ReadSuite.test_all_types_round_trip, which shadowed it in the
+        # bindings' method resolution order, so it never ran)
         df = all_types()
         engine.store(store, "types", [df])
         got = kf.read_table("types", store)

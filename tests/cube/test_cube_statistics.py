@@ -11,9 +11,7 @@ them.
 from __future__ import annotations
 
 import datetime as dt
-import importlib.util
 import json
-import pathlib
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -293,14 +291,6 @@ def test_statistics_are_loaded_only_when_conditions_can_use_them(clustered) -> N
     kf.build_dataset_statistics(store, CUBE.ktk_dataset_uuid("seed"))
     (df,) = kf.query_cube(CUBE, store, conditions=C("x") < 3)
     assert df.x.tolist() == [0, 1, 2]
-
-
-_SPARK_CONFTEST = pathlib.Path(__file__).parent.parent / "spark" / "conftest.py"
-_spec = importlib.util.spec_from_file_location("_cube_statistics_spark", _SPARK_CONFTEST)
-assert _spec is not None and _spec.loader is not None
-_spark_conftest = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_spark_conftest)
-spark = _spark_conftest.spark  # the session SparkSession fixture of tests/spark
 
 
 @pytest.mark.spark
