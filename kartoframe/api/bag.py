@@ -9,30 +9,21 @@ commits the rebuilt indices in one final task.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
-from kartoframe.api.compat import resolve_factory
+from kartoframe.api._args import StoreInput, dataset_args, str_list
 from kartoframe.api.delayed import read_dataset_as_delayed, store_delayed_as_dataset
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
-from kartoframe.execution.index_build import commit_index_build, index_file, plan_index_build
-from kartoframe.execution.write import DataSerializer, WrittenPartition
-from kartoframe.format.dataset import LoadedDataset
-from kartoframe.plan.scan import ReadTask, ScanPlan
-from kartoframe.storage.store import Store
+from kartoframe.execution.index_build import plan_index_build
+from kartoframe.execution.write import DataSerializer
 
 __all__ = [
     "build_dataset_indices__bag",
     "read_dataset_as_dataframe_bag",
     "store_bag_as_dataset",
 ]
-
-
-def _one_item(df: Any) -> list[Any]:
-    return [df]
 
 
 def _partition_size(partition_size: object) -> int | None:
@@ -69,27 +60,11 @@ def read_dataset_as_dataframe_bag(
     >>> sorted(len(d) for d in bag.compute(scheduler="sync"))
     [1, 1]
     """
-    from dask import bag as db
-    from dask.delayed import delayed
+    options = {k: v for k, v in locals().items() if k != "partition_size"}
+    from kartoframe.execution.graph_delayed import bag_of
 
     size = _partition_size(partition_size)
-    tasks = read_dataset_as_delayed(
-        dataset_uuid,
-        store,
-        columns=columns,
-        predicate_pushdown_to_io=predicate_pushdown_to_io,
-        categoricals=categoricals,
-        dates_as_object=dates_as_object,
-        predicates=predicates,
-        factory=factory,
-        dispatch_by=dispatch_by,
-    )
-    if not tasks:
-        return db.from_sequence([], npartitions=1)  # type: ignore[no-untyped-call]
-    bag = db.from_delayed([delayed(_one_item, pure=True)(t) for t in tasks])  # type: ignore[no-untyped-call]
-    if size is not None:
-        bag = bag.repartition(npartitions=max(1, math.ceil(len(tasks) / size)))
-    return bag
+    return bag_of(read_dataset_as_delayed(**options), size)
 
 
 def store_bag_as_dataset(
@@ -117,42 +92,12 @@ def store_bag_as_dataset(
     dask.delayed.Delayed
         Computes to a :class:`kartoframe.DatasetMetadataResult`.
     """
+    options = {k: v for k, v in locals().items() if k != "bag"}
     from dask import bag as db
 
     if not isinstance(bag, db.Bag):
         raise InvalidTypeError(f"bag must be a dask.bag.Bag, got {type(bag).__name__}.")
-    return store_delayed_as_dataset(
-        list(bag.to_delayed()),  # type: ignore[no-untyped-call]
-        store,
-        dataset_uuid=dataset_uuid,
-        metadata=metadata,
-        df_serializer=df_serializer,
-        overwrite=overwrite,
-        metadata_merger=metadata_merger,
-        metadata_version=metadata_version,
-        partition_on=partition_on,
-        metadata_storage_format=metadata_storage_format,
-        table_name=table_name,
-        secondary_indices=secondary_indices,
-        sort_partitions_by=sort_partitions_by,
-    )
-
-
-def _index_file(
-    plan: ScanPlan, task: ReadTask, store: Store, columns: Sequence[str]
-) -> WrittenPartition:
-    return index_file(plan, task, store, columns)  # its task keys name _index_file
-
-
-def _commit_indices(
-    store: Store,
-    loaded: LoadedDataset,
-    parts: list[WrittenPartition],
-    all_columns: list[str],
-    requested: list[str],
-) -> DatasetMetadataResult:
-    commit_index_build(store, loaded, parts, all_columns, requested)
-    return DatasetMetadataResult(loaded.metadata.uuid, store)
+    return store_delayed_as_dataset(list(bag.to_delayed()), **options)  # type: ignore[no-untyped-call]
 
 
 def build_dataset_indices__bag(
@@ -181,14 +126,10 @@ def build_dataset_indices__bag(
     dask.delayed.Delayed
         Computes to a :class:`kartoframe.DatasetMetadataResult`.
     """
-    from dask.delayed import delayed
+    from kartoframe.execution.graph_delayed import index_graph
 
     _partition_size(partition_size)
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    st = ensure_store(store)
-    uuid = check_uuid(dataset_uuid)
+    uuid, st = dataset_args(dataset_uuid, store, factory)
     cols = str_list(columns, "columns")
     loaded, all_cols, plan = plan_index_build(st, uuid, cols)
-    index = delayed(_index_file, pure=False)
-    parts = [index(plan, task, st, all_cols) for task in plan.tasks]
-    return delayed(_commit_indices, pure=False)(st, loaded, parts, all_cols, cols)
+    return index_graph(st, loaded, plan, all_cols, cols, DatasetMetadataResult)

@@ -19,12 +19,11 @@ from kartoframe.api._args import (
     any_serializer_arg,
     check_format,
     check_metadata_version,
-    check_uuid,
-    ensure_store,
+    dataset_args,
     str_list,
 )
+from kartoframe.api._docs import fill
 from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
-from kartoframe.api.compat import resolve_factory
 from kartoframe.api.dask import plan_ddf_read
 from kartoframe.api.maintenance import delete_dataset, garbage_collect_dataset
 from kartoframe.api.write import DatasetMetadataResult, _resolve_metadata, delete_scope_labels
@@ -38,7 +37,6 @@ from kartoframe.execution.write import DataSerializer
 from kartoframe.format import naming
 from kartoframe.storage.resolve import dataset_exists, load_dataset
 from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
-from kartoframe.storage.store import Store
 
 __all__ = [
     "delete_dataset__delayed",
@@ -80,30 +78,22 @@ def read_dataset_as_delayed(
     [1, 1]
     """
     from kartoframe.execution import dask_engine as de
+    from kartoframe.execution.graph_delayed import read_graph
 
     de.dask_modules()
-    from dask.delayed import delayed
-
     if not isinstance(predicate_pushdown_to_io, bool):
         raise InvalidInputError("predicate_pushdown_to_io must be a bool.")
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
+    uuid, st = dataset_args(dataset_uuid, store, factory)
     plan, st, loaded, output = plan_ddf_read(
-        check_uuid(dataset_uuid),
-        ensure_store(store),
+        uuid,
+        st,
         columns=columns,
         predicates=predicates,
         dispatch_by=dispatch_by,
         categoricals=categoricals,
         dates_as_object=dates_as_object,
     )
-    cats = de.known_categories(loaded, plan.categoricals, dates_as_object=dates_as_object)
-    token = de.plan_token(plan, st, loaded.header_bytes, None, de.categories_token(cats))
-    reader = de.PartitionReader(plan, st, output_columns=output, categories=cats, token=token)
-    read = delayed(reader, pure=True)
-    return [
-        read(task, dask_key_name=(f"kartoframe-read-{token}", i))
-        for i, task in enumerate(plan.tasks)
-    ]
+    return read_graph(plan, st, loaded, output, dates_as_object=dates_as_object)
 
 
 def _tasks(delayed_tasks: object) -> list[Any]:
@@ -115,6 +105,23 @@ def _tasks(delayed_tasks: object) -> list[Any]:
     return list(delayed_tasks)
 
 
+def _graph(
+    parts: list[Any], st: Any, uuid: str, df_serializer: object, sort_by: object, **options: Any
+) -> Any:
+    from kartoframe.execution.graph_delayed import write_graph
+
+    return write_graph(
+        parts,
+        st,
+        uuid,
+        result=DatasetMetadataResult,
+        serializer=any_serializer_arg(df_serializer),
+        sort_partitions_by=str_list(sort_by, "sort_partitions_by"),
+        **options,
+    )
+
+
+@fill
 def store_delayed_as_dataset(
     delayed_tasks: Sequence[Any],
     store: StoreInput,
@@ -148,8 +155,7 @@ def store_delayed_as_dataset(
 
     Returns
     -------
-    dask.delayed.Delayed
-        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+    $result
 
     Raises
     ------
@@ -174,27 +180,24 @@ def store_delayed_as_dataset(
         raise InvalidTypeError("overwrite must be a bool.")
     if dataset_exists(st, uuid) and not overwrite:
         raise DatasetExistsError(uuid)
-    from kartoframe.execution.dask_write import writer_and_committer
-    from kartoframe.execution.delayed_write import write_delayed_graph
-
-    writer, committer = writer_and_committer(
+    return _graph(
+        parts,
         st,
         uuid,
+        df_serializer,
+        sort_partitions_by,
         base=None,
-        result=DatasetMetadataResult,
         partition_on=pon,
         secondary_indices=sidx,
         index_columns=sidx,
-        serializer=any_serializer_arg(df_serializer),
-        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
         metadata=_resolve_metadata(metadata, {}),
         storage_format=fmt,
         table_name=table_name,
         expect_absent=not overwrite,
     )
-    return write_delayed_graph(parts, writer, committer)
 
 
+@fill
 def update_dataset_from_delayed(
     delayed_tasks: Sequence[Any],
     store: StoreInput | None = None,
@@ -220,14 +223,11 @@ def update_dataset_from_delayed(
 
     Returns
     -------
-    dask.delayed.Delayed
-        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+    $result
     """
     del metadata_merger
     parts = _tasks(delayed_tasks)
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
+    uuid, st = dataset_args(dataset_uuid, store, factory)
     check_metadata_version(default_metadata_version)
     fmt = check_format(metadata_storage_format)
     naming.validate_name(table_name, "table_name")
@@ -240,19 +240,16 @@ def update_dataset_from_delayed(
     sidx, all_idx = update_indices(base, pon, secondary_indices)
     remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
     existing = base.metadata.metadata if base is not None else {}
-    from kartoframe.execution.dask_write import writer_and_committer
-    from kartoframe.execution.delayed_write import write_delayed_graph
-
-    writer, committer = writer_and_committer(
+    return _graph(
+        parts,
         st,
         uuid,
+        df_serializer,
+        sort_partitions_by,
         base=base,
-        result=DatasetMetadataResult,
         partition_on=pon,
         secondary_indices=sidx,
         index_columns=all_idx,
-        serializer=any_serializer_arg(df_serializer),
-        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
         metadata=_resolve_metadata(metadata, existing),
         storage_format=fmt,
         table_name=table_name,
@@ -260,7 +257,6 @@ def update_dataset_from_delayed(
         remove_labels=remove,
         create_or_update=True,
     )
-    return write_delayed_graph(parts, writer, committer)
 
 
 def delete_dataset__delayed(
@@ -273,9 +269,7 @@ def delete_dataset__delayed(
     """
     from dask.delayed import delayed
 
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
+    uuid, st = dataset_args(dataset_uuid, store, factory)
     return delayed(delete_dataset, pure=False)(uuid, st)
 
 
@@ -301,21 +295,12 @@ def garbage_collect_dataset__delayed(
     list of dask.delayed.Delayed
         Each computes to the list of keys it deleted.
     """
-    from dask.delayed import delayed
-
     from kartoframe.execution.dask_engine import check_positive_int
+    from kartoframe.execution.graph_delayed import delete_graph
 
     size = check_positive_int(chunk_size, "chunk_size")
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
+    uuid, st = dataset_args(dataset_uuid, store, factory)
     keys = garbage_collect_dataset(
         uuid, st, retention_hours, dry_run=True, grace_hours=grace_hours, force=force
     )
-    chunks = [keys[i : i + size] for i in range(0, len(keys), size)]
-    return [delayed(_delete_keys, pure=False)(st, chunk) for chunk in chunks]
-
-
-def _delete_keys(store: Store, keys: list[str]) -> list[str]:
-    store.delete_many(keys)
-    return keys
+    return delete_graph(st, keys, size)
