@@ -4,31 +4,30 @@
 ``df.karto.update_dataset(store, dataset_uuid, **options)`` call
 :func:`kartoframe.store_dataframes_as_dataset` / :func:`kartoframe.update_dataset_from_dataframes`
 on a pandas frame and :func:`kartoframe.store_dataset_from_ddf` /
-:func:`kartoframe.update_dataset_from_ddf` on a dask frame, with the same keywords.
+:func:`kartoframe.update_dataset_from_ddf` on a dask frame, with the same keywords. Each
+method's docstring is that of the function it calls (:func:`_forwards`).
 
-The pandas accessor is registered when this module is imported. The dask accessor is
-registered at once if ``dask.dataframe`` is already imported; otherwise a one-shot import
-hook registers it right after ``dask.dataframe`` is first imported, so ``import kartoframe``
-never imports dask itself (and works without it).
+The pandas accessor is registered when this module is imported; the dask accessor at once
+if ``dask.dataframe`` is already imported, else right after it is first imported
+(:mod:`kartoframe.execution.accessor_hook`): ``import kartoframe`` never imports dask.
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import sys
-import threading
-from collections.abc import Mapping, Sequence
-from types import ModuleType
-from typing import Any
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, TypeVar
 
 import pandas as pd
 
 from kartoframe.api._args import StoreInput
+from kartoframe.errors import InvalidInputError
+from kartoframe.execution.accessor_hook import register_dask_accessor
 
 __all__ = ["DaskKartoAccessor", "KartoAccessor", "register_accessors"]
 
 ACCESSOR_NAME = "karto"
+F = TypeVar("F", bound=Callable[..., Any])
 
 _CUBE_MESSAGE = (
     "to_cube is not available: this kartoframe build has no cube support "
@@ -37,18 +36,47 @@ _CUBE_MESSAGE = (
 )
 
 
-def _cube_function(module: str, name: str) -> Any:
-    """The cube writer ``module.name``, or NotImplementedError if cubes are unavailable."""
-    import importlib
-
+def _function(module: str, name: str) -> Any:
+    """``kartoframe.api.<module>.<name>``; NotImplementedError if cubes are unavailable."""
     try:
         return getattr(importlib.import_module(f"kartoframe.api.{module}"), name)
     except (ImportError, AttributeError) as e:
+        if not module.startswith("cube"):
+            raise
         raise NotImplementedError(_CUBE_MESSAGE) from e
 
 
+def _forwards(module: str, name: str) -> Callable[[F], F]:
+    """Decorator: the method's one-line docstring, then the sections of
+    ``kartoframe.api.<module>.<name>``'s docstring (its examples left out).
+    """
+
+    def decorate(method: F) -> F:
+        try:
+            doc = _function(module, name).__doc__ or ""
+        except NotImplementedError:  # no cube support in this build
+            doc = ""
+        start, end = doc.find("    Parameters\n"), doc.find("    Examples\n")
+        body = doc[start : end if end >= 0 else None].rstrip() if start >= 0 else ""
+        calls = f"    Calls :func:`kartoframe.{name}`; ``options`` are its keywords."
+        head = (method.__doc__ or "").strip()
+        method.__doc__ = f"{head}\n\n{calls}\n\n{body}\n" if body else f"{head}\n\n{calls}\n"
+        return method
+
+    return decorate
+
+
+def _no_dfs(options: Mapping[str, Any], name: str) -> None:
+    if name in options:
+        raise InvalidInputError(f"{name} cannot be passed to the accessor: the frame is the data.")
+
+
+def _done(job: Any, compute: bool | None) -> Any:
+    return job.compute() if compute else job
+
+
 class KartoAccessor:
-    """``df.karto``: write a pandas DataFrame as (or into) a kartoframe dataset.
+    """``df.karto``: write a pandas DataFrame as (or into) a kartoframe dataset or cube.
 
     Examples
     --------
@@ -60,121 +88,71 @@ class KartoAccessor:
     >>> _ = more.karto.update_dataset("memory://accessor-example", "sales")
     >>> len(kf.read_table("sales", "memory://accessor-example"))
     3
+    >>> cube = kf.Cube(["COUNTRY_CODE"], ["YEAR"], uuid_prefix="accessor_cube")
+    >>> df = pd.DataFrame({"COUNTRY_CODE": ["DE"], "YEAR": [2024], "SALES": [1.0]})
+    >>> sorted(df.karto.build_cube(cube, "memory://accessor-cube"))
+    ['seed']
     """
 
-    def __init__(self, obj: pd.DataFrame) -> None:
+    _CUBE: ClassVar[str] = "cube_write"
+    _TARGETS: ClassVar[dict[str, str]] = {
+        "to_cube": "build_cube",
+        "extend_cube": "extend_cube",
+        "append_to_cube": "append_to_cube",
+    }
+
+    def __init__(self, obj: Any) -> None:
         self._obj = obj
 
+    def _cube(self, method: str, data: Any, cube: Any, store: Any, compute: Any, **kw: Any) -> Any:
+        job = _function(self._CUBE, self._TARGETS[method])(data, cube, store, **kw)
+        return job if compute is None else _done(job, compute)
+
+    def _target(self, cube: Any, dataset_id: str | None) -> dict[str, Any]:
+        return {cube.seed_dataset if dataset_id is None else dataset_id: self._obj}
+
+    @_forwards("write", "store_dataframes_as_dataset")
     def to_dataset(self, store: StoreInput, dataset_uuid: str, **options: Any) -> Any:
-        """Write the frame as a new dataset (:func:`kartoframe.store_dataframes_as_dataset`).
-
-        Parameters
-        ----------
-        store
-            Store URL, :class:`kartoframe.Store` or factory.
-        dataset_uuid
-            Name of the new dataset.
-        **options
-            Keywords of :func:`kartoframe.store_dataframes_as_dataset` (``partition_on``,
-            ``secondary_indices``, ``overwrite``, ``metadata``, ...).
-
-        Returns
-        -------
-        DatasetMetadataResult
-        """
+        """Write the frame as a new dataset."""
         from kartoframe.api.write import store_dataframes_as_dataset
 
         _no_dfs(options, "dfs")
         return store_dataframes_as_dataset(store, dataset_uuid, [self._obj], **options)
 
+    @_forwards("write", "update_dataset_from_dataframes")
     def update_dataset(self, store: StoreInput, dataset_uuid: str, **options: Any) -> Any:
-        """Add the frame to a dataset (:func:`kartoframe.update_dataset_from_dataframes`).
-
-        The dataset is created if it does not exist. ``delete_scope`` removes partitions in
-        the same commit.
-
-        Parameters
-        ----------
-        store
-            Store URL, :class:`kartoframe.Store` or factory.
-        dataset_uuid
-            The dataset.
-        **options
-            Keywords of :func:`kartoframe.update_dataset_from_dataframes`.
-
-        Returns
-        -------
-        DatasetMetadataResult
-        """
+        """Add the frame to a dataset."""
         from kartoframe.api.write import update_dataset_from_dataframes
 
         _no_dfs(options, "df_list")
         return update_dataset_from_dataframes([self._obj], store, dataset_uuid, **options)
 
+    @_forwards("cube_write", "build_cube")
     def to_cube(self, cube: Any, store: StoreInput, **options: Any) -> Any:
-        """Build a new cube with this frame as its seed (:func:`kartoframe.build_cube`).
+        """Build a new cube with this frame as its seed."""
+        return self._cube("to_cube", self._obj, cube, store, None, **options)
 
-        Parameters
-        ----------
-        cube
-            The :class:`kartoframe.Cube` spec.
-        store
-            Store URL, :class:`kartoframe.Store` or factory.
-        **options
-            Keywords of :func:`kartoframe.build_cube` (``metadata``, ``overwrite``,
-            ``partition_on``, ``df_serializer``).
-
-        Returns
-        -------
-        dict
-            ``{dataset_id: DatasetMetadataResult}``.
-
-        Raises
-        ------
-        NotImplementedError
-            If this build of kartoframe has no cube support.
-        """
-        return _cube_function("cube_write", "build_cube")(self._obj, cube, store, **options)
-
+    @_forwards("cube_write", "build_cube")
     def build_cube(self, cube: Any, store: StoreInput, **options: Any) -> Any:
-        """Build a new cube with this frame as its seed (:func:`kartoframe.build_cube`).
+        """Build a new cube with this frame as its seed."""
+        return self._cube("to_cube", self._obj, cube, store, None, **options)
 
-        Same as :meth:`to_cube`; ``options`` are the keywords of
-        :func:`kartoframe.build_cube`.
-
-        Examples
-        --------
-        >>> import pandas as pd, kartoframe as kf
-        >>> cube = kf.Cube(["COUNTRY_CODE"], ["YEAR"], uuid_prefix="accessor_cube")
-        >>> df = pd.DataFrame({"COUNTRY_CODE": ["DE"], "YEAR": [2024], "SALES": [1.0]})
-        >>> sorted(df.karto.build_cube(cube, "memory://accessor-cube"))
-        ['seed']
-        """
-        return _cube_function("cube_write", "build_cube")(self._obj, cube, store, **options)
-
+    @_forwards("cube_write", "extend_cube")
     def extend_cube(self, cube: Any, store: StoreInput, dataset_id: str, **options: Any) -> Any:
-        """Add this frame to an existing cube as dataset ``dataset_id``.
+        """Add this frame to a cube as dataset ``dataset_id``."""
+        return self._cube("extend_cube", {dataset_id: self._obj}, cube, store, None, **options)
 
-        Calls :func:`kartoframe.extend_cube` with ``{dataset_id: frame}``; ``options`` are
-        its keywords (``metadata``, ``overwrite``, ``partition_on``, ``df_serializer``).
-        """
-        extend = _cube_function("cube_write", "extend_cube")
-        return extend({dataset_id: self._obj}, cube, store, **options)
-
+    @_forwards("cube_write", "append_to_cube")
     def append_to_cube(
         self, cube: Any, store: StoreInput, dataset_id: str | None = None, **options: Any
     ) -> Any:
-        """Append this frame to dataset ``dataset_id`` (default: the seed) of a cube.
-
-        Calls :func:`kartoframe.append_to_cube`; ``options`` are its keywords.
-        """
-        append = _cube_function("cube_write", "append_to_cube")
-        target = cube.seed_dataset if dataset_id is None else dataset_id
-        return append({target: self._obj}, cube, store, **options)
+        """Append this frame to dataset ``dataset_id`` (default: the seed) of a cube."""
+        data = self._target(cube, dataset_id)
+        return self._cube("append_to_cube", data, cube, store, None, **options)
 
 
-class DaskKartoAccessor:
-    """``ddf.karto``: write a dask DataFrame as (or into) a kartoframe dataset.
+class DaskKartoAccessor(KartoAccessor):
+    """``ddf.karto``: write a dask DataFrame as (or into) a kartoframe dataset or cube.
 
     By default the write runs at once (like ``ddf.to_parquet``); pass ``compute=False`` to
     get the lazy ``Delayed`` of :func:`kartoframe.store_dataset_from_ddf` instead.
@@ -194,112 +172,55 @@ class DaskKartoAccessor:
     6
     """
 
-    def __init__(self, obj: Any) -> None:
-        self._obj = obj
+    _CUBE = "cube_dask"
+    _TARGETS: ClassVar[dict[str, str]] = {
+        "to_cube": "build_cube_from_dataframe",
+        "extend_cube": "extend_cube_from_dataframe",
+        "append_to_cube": "append_to_cube_from_dataframe",
+    }
 
-    def to_dataset(
+    @_forwards("dask_write", "store_dataset_from_ddf")
+    def to_dataset(  # type: ignore[override]
         self, store: StoreInput, dataset_uuid: str, *, compute: bool = True, **options: Any
     ) -> Any:
-        """Write the frame as a new dataset (:func:`kartoframe.store_dataset_from_ddf`).
-
-        Parameters
-        ----------
-        store
-            Store URL, :class:`kartoframe.Store` or factory.
-        dataset_uuid
-            Name of the new dataset.
-        compute
-            Run the write now (default) or return the lazy ``Delayed``.
-        **options
-            Keywords of :func:`kartoframe.store_dataset_from_ddf` (``partition_on``,
-            ``shuffle``, ``num_buckets``, ``secondary_indices``, ...).
-
-        Returns
-        -------
-        DatasetMetadataResult or dask.delayed.Delayed
-        """
+        """Write the frame as a new dataset."""
         from kartoframe.api.dask_write import store_dataset_from_ddf
 
-        job = store_dataset_from_ddf(self._obj, store, dataset_uuid, **options)
-        return job.compute() if compute else job
+        return _done(store_dataset_from_ddf(self._obj, store, dataset_uuid, **options), compute)
 
-    def update_dataset(
+    @_forwards("dask_write", "update_dataset_from_ddf")
+    def update_dataset(  # type: ignore[override]
         self, store: StoreInput, dataset_uuid: str, *, compute: bool = True, **options: Any
     ) -> Any:
-        """Add the frame to a dataset (:func:`kartoframe.update_dataset_from_ddf`).
-
-        Parameters
-        ----------
-        store
-            Store URL, :class:`kartoframe.Store` or factory.
-        dataset_uuid
-            The dataset (created if missing).
-        compute
-            Run the write now (default) or return the lazy ``Delayed``.
-        **options
-            Keywords of :func:`kartoframe.update_dataset_from_ddf`.
-
-        Returns
-        -------
-        DatasetMetadataResult or dask.delayed.Delayed
-        """
+        """Add the frame to a dataset."""
         from kartoframe.api.dask_write import update_dataset_from_ddf
 
-        job = update_dataset_from_ddf(self._obj, store, dataset_uuid, **options)
-        return job.compute() if compute else job
+        return _done(update_dataset_from_ddf(self._obj, store, dataset_uuid, **options), compute)
 
-    def to_cube(self, cube: Any, store: StoreInput, *, compute: bool = True, **options: Any) -> Any:
-        """Build a new cube with this frame as its seed (``build_cube_from_dataframe``).
-
-        Parameters
-        ----------
-        cube
-            The :class:`kartoframe.Cube` spec.
-        store
-            Store URL, :class:`kartoframe.Store` or factory.
-        compute
-            Run the write now (default) or return the lazy ``Delayed``.
-        **options
-            Keywords of :func:`kartoframe.build_cube_from_dataframe` (``shuffle``,
-            ``num_buckets``, ``partition_on``, ...).
-
-        Returns
-        -------
-        dict or dask.delayed.Delayed
-            ``{dataset_id: DatasetMetadataResult}`` once computed.
-
-        Raises
-        ------
-        NotImplementedError
-            If this build of kartoframe has no cube support.
-        """
-        build = _cube_function("cube_dask", "build_cube_from_dataframe")
-        job = build(self._obj, cube, store, **options)
-        return job.compute() if compute else job
-
-    def build_cube(
+    @_forwards("cube_dask", "build_cube_from_dataframe")
+    def to_cube(  # type: ignore[override]
         self, cube: Any, store: StoreInput, *, compute: bool = True, **options: Any
     ) -> Any:
-        """Build a new cube with this frame as its seed (same as :meth:`to_cube`)."""
-        build = _cube_function("cube_dask", "build_cube_from_dataframe")
-        job = build(self._obj, cube, store, **options)
-        return job.compute() if compute else job
+        """Build a new cube, this frame as seed."""
+        return self._cube("to_cube", self._obj, cube, store, compute, **options)
 
-    def extend_cube(
-        self,
-        cube: Any,
-        store: StoreInput,
-        dataset_id: str,
-        *,
-        compute: bool = True,
-        **options: Any,
+    @_forwards("cube_dask", "build_cube_from_dataframe")
+    def build_cube(  # type: ignore[override]
+        self, cube: Any, store: StoreInput, *, compute: bool = True, **options: Any
     ) -> Any:
-        """Add this frame to a cube as dataset ``dataset_id`` (``extend_cube_from_dataframe``)."""
-        extend = _cube_function("cube_dask", "extend_cube_from_dataframe")
-        job = extend({dataset_id: self._obj}, cube, store, **options)
-        return job.compute() if compute else job
+        """Build a new cube, this frame as seed."""
+        return self._cube("to_cube", self._obj, cube, store, compute, **options)
 
-    def append_to_cube(
+    @_forwards("cube_dask", "extend_cube_from_dataframe")
+    def extend_cube(  # type: ignore[override]
+        self, cube: Any, store: StoreInput, dataset_id: str, *, compute: bool = True, **options: Any
+    ) -> Any:
+        """Add this frame to a cube."""
+        data = {dataset_id: self._obj}
+        return self._cube("extend_cube", data, cube, store, compute, **options)
+
+    @_forwards("cube_dask", "append_to_cube_from_dataframe")
+    def append_to_cube(  # type: ignore[override]
         self,
         cube: Any,
         store: StoreInput,
@@ -308,106 +229,9 @@ class DaskKartoAccessor:
         compute: bool = True,
         **options: Any,
     ) -> Any:
-        """Append this frame to dataset ``dataset_id`` (default: the seed) of a cube."""
-        append = _cube_function("cube_dask", "append_to_cube_from_dataframe")
-        target = cube.seed_dataset if dataset_id is None else dataset_id
-        job = append({target: self._obj}, cube, store, **options)
-        return job.compute() if compute else job
-
-
-def _no_dfs(options: Mapping[str, Any], name: str) -> None:
-    if name in options:
-        from kartoframe.errors import InvalidInputError
-
-        raise InvalidInputError(f"{name} cannot be passed to the accessor: the frame is the data.")
-
-
-# --------------------------------------------------------------------------------------------
-# registration
-# --------------------------------------------------------------------------------------------
-
-_lock = threading.Lock()
-_registered: set[str] = set()
-_DASK_MODULE = "dask.dataframe"
-
-
-def _register_pandas() -> None:
-    with _lock:
-        if "pandas" in _registered:
-            return
-        _registered.add("pandas")
-    if ACCESSOR_NAME not in getattr(pd.DataFrame, "_accessors", set()):
-        pd.api.extensions.register_dataframe_accessor(ACCESSOR_NAME)(KartoAccessor)
-
-
-def _register_dask() -> None:
-    with _lock:
-        if "dask" in _registered:
-            return
-        _registered.add("dask")
-    from kartoframe.execution.dask_engine import register_dataframe_accessor
-
-    register_dataframe_accessor(ACCESSOR_NAME, DaskKartoAccessor)
-
-
-class _RegisteringLoader(importlib.abc.Loader):
-    """Wraps the loader of ``dask.dataframe``: registers the accessor after it executed."""
-
-    def __init__(self, loader: importlib.abc.Loader) -> None:
-        self._loader = loader
-
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        module.__loader__ = self._loader
-        if module.__spec__ is not None:
-            module.__spec__.loader = self._loader
-        self._loader.exec_module(module)
-        _remove_hook()
-        try:
-            _register_dask()
-        except Exception:  # pragma: no cover - never break the user's import of dask
-            with _lock:
-                _registered.discard("dask")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._loader, name)
-
-
-class _DaskImportHook(importlib.abc.MetaPathFinder):
-    """One-shot finder: wraps the loader of ``dask.dataframe`` when it is first imported."""
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname != _DASK_MODULE:
-            return None
-        # Stay installed until the module is really executed: ``importlib.util.find_spec``
-        # (an availability check, no import) also lands here.
-        for finder in sys.meta_path:
-            if finder is self:
-                continue
-            find = getattr(finder, "find_spec", None)
-            if find is None:
-                continue
-            spec = find(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        if spec.loader is not None:
-            spec.loader = _RegisteringLoader(spec.loader)
-        return spec
-
-
-_hook = _DaskImportHook()
-
-
-def _remove_hook() -> None:
-    with _lock:
-        if _hook in sys.meta_path:
-            sys.meta_path.remove(_hook)
+        """Append this frame to a cube."""
+        data = self._target(cube, dataset_id)
+        return self._cube("append_to_cube", data, cube, store, compute, **options)
 
 
 def register_accessors() -> None:
@@ -415,14 +239,9 @@ def register_accessors() -> None:
 
     Called when :mod:`kartoframe` is imported; calling it again does nothing.
     """
-    _register_pandas()
-    if sys.modules.get(_DASK_MODULE) is not None:
-        _remove_hook()
-        _register_dask()
-        return
-    with _lock:
-        if _hook not in sys.meta_path and "dask" not in _registered:
-            sys.meta_path.insert(0, _hook)
+    if ACCESSOR_NAME not in getattr(pd.DataFrame, "_accessors", set()):
+        pd.api.extensions.register_dataframe_accessor(ACCESSOR_NAME)(KartoAccessor)
+    register_dask_accessor(ACCESSOR_NAME, DaskKartoAccessor)
 
 
 register_accessors()
