@@ -101,7 +101,7 @@ API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("History and concurrency", ("kartoframe.api.history", "kartoframe.format.history")),
     ("Checking datasets", ("kartoframe.api.check", "kartoframe.format.check")),
     ("Stores", ("kartoframe.storage.store",)),
-    ("plateau utilities", ("kartoframe.api.utils",)),
+    ("plateau utilities", ("kartoframe.api.utils", "kartoframe.format.plateau_schema")),
     ("Errors", ("kartoframe.errors",)),
 ]
 #: Modules documented with their own names (``kartoframe.spark.read_dataset_as_sdf``).

@@ -68,7 +68,13 @@ def test_migration_rows_name_existing_kartoframe_objects() -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["kartoframe.api.utils", "kartoframe.api.delayed", "kartoframe.api.bag"]
+    "module",
+    [
+        "kartoframe.api.utils",
+        "kartoframe.format.plateau_schema",
+        "kartoframe.api.delayed",
+        "kartoframe.api.bag",
+    ],
 )
 def test_docstring_examples(module: str) -> None:
     result = doctest.testmod(
