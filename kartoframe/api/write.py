@@ -36,6 +36,7 @@ from kartoframe.execution.write import (
 )
 from kartoframe.format import naming
 from kartoframe.format.commit_args import (
+    CommitOptions,
     already_committed,
     check_app_transaction,
     check_user_metadata,
@@ -258,9 +259,7 @@ def store_dataframes_as_dataset__iter(
             table_name=table_name,
             expect_absent=not overwrite,
             schema_evolution=evolution,
-            app_id=app_id,
-            app_version=app_version,
-            commit_info=commit_info,
+            commit=CommitOptions(app_id, app_version, commit_info),
         )
     except BaseException:
         delete_files(st, [p.key for c in chunks for p in c.partitions])
@@ -493,9 +492,7 @@ def update_dataset_from_dataframes__iter(
             operation_parameters=(
                 {"delete_scope": _jsonable(delete_scope)} if delete_scope is not None else None
             ),
-            app_id=app_id,
-            app_version=app_version,
-            commit_info=commit_info,
+            commit=CommitOptions(app_id, app_version, commit_info),
         )
     except BaseException:
         delete_files(st, [p.key for c in chunks for p in c.partitions])
@@ -675,9 +672,7 @@ def create_empty_dataset_header(
         expect_absent=not overwrite,
         empty_schema=norm,
         explicit_partitions=False,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
+        commit=CommitOptions(app_id, app_version, commit_info),
     )
     return DatasetMetadataResult(md.uuid, st)
 
@@ -797,9 +792,7 @@ def commit_dataset(
             if delete_scope is not None
             else None
         ),
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
+        commit=CommitOptions(app_id, app_version, commit_info),
     )
     return DatasetMetadataResult(md.uuid, st)
 

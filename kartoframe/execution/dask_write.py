@@ -28,6 +28,7 @@ from kartoframe.execution.write import (
     write_chunk,
 )
 from kartoframe.format import naming
+from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import SchemaEvolution, merge_into_stored, normalize_schema
@@ -106,9 +107,7 @@ def writer_and_committer(
             "expect_absent": expect_absent,
             "create_or_update": create_or_update,
             "schema_evolution": schema_evolution,
-            "app_id": app_id,
-            "app_version": app_version,
-            "commit_info": commit_info,
+            "commit": CommitOptions(app_id, app_version, commit_info),
         },
         result=result,
         token=token,

@@ -8,6 +8,7 @@ APIs before any file is written, and by :func:`kartoframe.storage.commit.commit_
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +19,8 @@ from kartoframe.format.header import DatasetHeader
 from kartoframe.format.txlog import header_txn
 
 __all__ = [
+    "NO_COMMIT_OPTIONS",
+    "CommitOptions",
     "already_committed",
     "check_app_transaction",
     "check_commit_info",
@@ -98,3 +101,37 @@ def already_committed(
         return False
     recorded = header_txn(header).get(app_id)
     return recorded is not None and recorded >= version
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CommitOptions:
+    """The commit options every write carries as one value.
+
+    Attributes
+    ----------
+    app_id, app_version
+        The application transaction (both or neither): a dataset that already records
+        ``app_version`` (or a later one) for ``app_id`` is not written again.
+    commit_info
+        The user's JSON-serialisable dict recorded with the commit.
+    """
+
+    app_id: str | None = None
+    app_version: int | None = None
+    commit_info: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, app_id: object, app_version: object, commit_info: object = None) -> CommitOptions:
+        """The options of a write's keywords, the transaction checked (the commit info is
+        checked when the commit is built, as before).
+        """
+        txn_id, txn_version = check_app_transaction(app_id, app_version)
+        return cls(txn_id, txn_version, commit_info)  # type: ignore[arg-type]
+
+    def recorded_in(self, header: DatasetHeader | None) -> bool:
+        """Whether ``header`` already records this application transaction."""
+        return already_committed(header, self.app_id, self.app_version)
+
+
+#: No application transaction, no commit info.
+NO_COMMIT_OPTIONS = CommitOptions()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid as _uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,7 +20,39 @@ from kartoframe.format import naming
 from kartoframe.format.index import check_indexable
 from kartoframe.format.values import render_partition_value
 
-__all__ = ["PartitionPlan", "check_write_columns", "new_file_uuid", "plan_partitions"]
+__all__ = [
+    "ChunkResult",
+    "PartitionPlan",
+    "WrittenPartition",
+    "check_write_columns",
+    "new_file_uuid",
+    "plan_partitions",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class WrittenPartition:
+    """A data file written by a chunk.
+
+    ``statistics`` is the file's row of per-file statistics (see
+    :mod:`kartoframe.format.statistics`), or None if they were not computed.
+    """
+
+    label: str
+    key: str
+    rows: int
+    size: int
+    index_pairs: Mapping[str, pa.Table]
+    statistics: pa.Table | None = None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ChunkResult:
+    """What a chunk write returns to the committer (small and picklable)."""
+
+    partitions: tuple[WrittenPartition, ...]
+    schema: pa.Schema | None
+    origin: str
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)

@@ -35,6 +35,7 @@ from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_write import write_sdf
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_write
 from kartoframe.format import naming
+from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
     SchemaEvolution,
@@ -172,9 +173,7 @@ def _write_and_commit(
         create_or_update=create_or_update,
         empty_schema=empty_schema if base is None else None,
         schema_evolution=schema_evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
+        commit=CommitOptions(app_id, app_version, commit_info),
     )
     return DatasetMetadataResult(md.uuid, st)
 

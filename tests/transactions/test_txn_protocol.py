@@ -20,6 +20,7 @@ import pytest
 import kartoframe as kf
 from kartoframe.api.write import delete_scope_labels
 from kartoframe.execution.write import commit_write, write_chunk
+from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format import naming, txlog
 from kartoframe.storage import log
 from kartoframe.storage.commit import HeaderPublishError, _settle, publish_current
@@ -329,8 +330,7 @@ def test_app_transaction_race_is_decided_at_commit(memory_store: kf.Store) -> No
         lambda: kf.update_dataset_from_dataframes(
             [frame(1)], memory_store, "ds", app_id="job", app_version=5
         ),
-        app_id="job",
-        app_version=5,
+        commit=CommitOptions("job", 5),
     )
     assert ks(memory_store) == [0, 0, 0, 1, 1]
     assert not memory_store.exists(chunks[0].partitions[0].key), "skipped: files removed"

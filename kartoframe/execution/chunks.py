@@ -1,0 +1,201 @@
+"""The chunk kernel shared by every write engine: one input frame -> data files.
+
+:func:`write_chunk` runs wherever a chunk is — a thread, a dask worker, a Spark executor —
+and returns a small picklable :class:`~kartoframe.plan.write.ChunkResult` (labels, keys,
+index value pairs, per-file statistics, schema) for the one commit on the driver
+(:func:`kartoframe.execution.write.commit_write`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import sys
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+
+from kartoframe.errors import InvalidInputError
+from kartoframe.format import naming
+from kartoframe.format.convert import frame_to_table, storage_table
+from kartoframe.format.index import index_value_pairs
+from kartoframe.format.schema import normalize_schema
+from kartoframe.format.statistics import (
+    SliceStatistics,
+    assemble_statistics,
+    slice_statistics,
+    value_list_candidates,
+    with_files,
+)
+from kartoframe.plan.write import (
+    ChunkResult,
+    WrittenPartition,
+    check_write_columns,
+    new_file_uuid,
+    plan_partitions,
+)
+from kartoframe.storage.commit import committed_version
+from kartoframe.storage.csv_files import CsvSerializer, csv_key, write_csv
+from kartoframe.storage.parquet import write_table
+from kartoframe.storage.store import Store
+
+__all__ = [
+    "ChunkResult",
+    "DataSerializer",
+    "ParquetSerializer",
+    "WrittenPartition",
+    "delete_files",
+    "write_chunk",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ParquetSerializer:
+    """How data files are written (plateau's ``ParquetSerializer``).
+
+    Parameters
+    ----------
+    compression
+        Parquet codec (``"SNAPPY"`` default, ``"ZSTD"``, ``"GZIP"``, ``"NONE"``...).
+    chunk_size
+        Rows per row group (None: pyarrow's default).
+    """
+
+    compression: str = "SNAPPY"
+    chunk_size: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.chunk_size is not None:
+            if not isinstance(self.chunk_size, int) or isinstance(self.chunk_size, bool):
+                raise InvalidInputError("chunk_size must be an int or None.")
+            if self.chunk_size < 1:
+                raise InvalidInputError("chunk_size must be >= 1.")
+
+
+#: How data files are written: Parquet (the default) or CSV (plateau's ``CsvSerializer``).
+DataSerializer = ParquetSerializer | CsvSerializer
+
+
+def delete_files(store: Store, keys: Iterable[str]) -> None:
+    """Best-effort removal of files written by a failed write.
+
+    Called while an exception is handled: if that exception was raised after the write's
+    version was committed (see :func:`kartoframe.storage.commit.committed_version`), the
+    files are referenced and nothing is deleted.
+    """
+    if committed_version(sys.exc_info()[1]) is not None:
+        return
+    with contextlib.suppress(Exception):
+        store.delete_many(list(keys))
+
+
+def write_chunk(
+    store: Store,
+    dataset_uuid: str,
+    df: Any,
+    *,
+    table_name: str = "table",
+    partition_on: Sequence[str] = (),
+    index_columns: Sequence[str] = (),
+    serializer: DataSerializer | None = None,
+    sort_partitions_by: Sequence[str] = (),
+    origin: str = "",
+    max_workers: int = 4,
+    file_uuid: str | None = None,
+    statistics: bool = True,
+    bloom_filter_columns: Sequence[str] = (),
+) -> ChunkResult:
+    """Write one input frame as data files (no header change).
+
+    ``df`` may be a pandas DataFrame or a pyarrow Table. Partition columns are removed
+    from the files; nulls in them are refused. Files get fresh uuid names (or
+    ``file_uuid``, which must be unique per call: the Spark engine prefixes it with a
+    job id so that a failed job can find and remove its files). Unless ``statistics``
+    is False, per-file statistics are computed from the written slices (bloom filters
+    for ``bloom_filter_columns``) and returned with the result for the commit.
+    """
+    serializer = serializer or ParquetSerializer()
+    table = df if isinstance(df, pa.Table) else frame_to_table(df, what=origin or "DataFrame")
+    check_write_columns(table.schema, partition_on, index_columns, what=origin or "the data")
+    schema = normalize_schema(table.schema, partition_on)
+    plan = plan_partitions(
+        table,
+        partition_on,
+        file_uuid=file_uuid or new_file_uuid(),
+        sort_by=list(sort_partitions_by),
+    )
+    candidates = _value_list_candidates(plan.body) if statistics else None
+    keys: list[str] = []
+
+    def _one(i: int) -> tuple[WrittenPartition, SliceStatistics | None]:
+        # gather, encode and drop one file's rows: no reordered copy of the whole chunk
+        label = plan.labels[i]
+        rows = plan.rows(i)
+        key = naming.data_key(dataset_uuid, table_name, label)
+        if isinstance(serializer, CsvSerializer):
+            key = csv_key(key, serializer)
+            keys.append(key)
+            size = write_csv(store, key, rows, serializer)
+        else:
+            keys.append(key)
+            size = write_table(
+                store,
+                key,
+                storage_table(rows),
+                compression=serializer.compression.lower() if serializer.compression else None,
+                row_group_size=serializer.chunk_size,
+            )
+        pairs = {c: index_value_pairs(c, rows[c], label) for c in index_columns}
+        stats = None
+        if candidates is not None:
+            stats = _slice_statistics(rows, candidates, bloom_filter_columns)
+        return WrittenPartition(label, key, rows.num_rows, size, pairs), stats
+
+    results: list[tuple[WrittenPartition, SliceStatistics | None]] = []
+    try:
+        if len(plan) > 1 and max_workers > 1:
+            with ThreadPoolExecutor(max_workers=min(max_workers, len(plan))) as pool:
+                results = list(pool.map(_one, range(len(plan))))
+        else:
+            results = [_one(i) for i in range(len(plan))]
+    except BaseException:
+        delete_files(store, keys)
+        raise
+    written = [w for w, _ in results]
+    parts = [st for _, st in results]
+    if written and candidates is not None and all(st is not None for st in parts):
+        written = _with_statistics(written, assemble_statistics(parts))  # type: ignore[arg-type]
+    return ChunkResult(tuple(written), schema, origin)
+
+
+def _value_list_candidates(body: pa.Table) -> frozenset[str] | None:
+    """Value-list candidates of a chunk, or None: no statistics (no compute kernels)."""
+    try:
+        return value_list_candidates(body)
+    except pa.ArrowException:
+        return None
+
+
+def _slice_statistics(
+    rows: pa.Table, candidates: frozenset[str], bloom_filter_columns: Sequence[str]
+) -> SliceStatistics | None:
+    """One file's statistics, or None for types without compute kernels."""
+    try:
+        return slice_statistics(
+            rows, value_list_columns=candidates, bloom_filter_columns=bloom_filter_columns
+        )
+    except pa.ArrowException:
+        return None  # files without statistics
+
+
+def _with_statistics(written: list[WrittenPartition], computed: pa.Table) -> list[WrittenPartition]:
+    """Attach each file's statistics row (computed from the slices as written)."""
+    labels = [w.label for w in written]
+    stats = with_files(computed, labels, [w.key for w in written], [w.size for w in written])
+    # ``take`` copies: a row must not drag the whole chunk's buffers along when pickled
+    return [
+        dataclasses.replace(w, statistics=stats.take(pa.array([i], pa.int64())))
+        for i, w in enumerate(written)
+    ]

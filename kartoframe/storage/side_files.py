@@ -1,0 +1,65 @@
+"""Side files of a commit: index files and statistics files (read and written here).
+
+A commit reads the base's side files it merges into (:func:`base_statistics`; indices
+through :func:`kartoframe.storage.resolve.load_indices`), computes the new ones (pure), and
+writes each under a fresh, timestamped name (:func:`write_index_file`,
+:func:`write_statistics_file`) before the header that references them is published.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+import pyarrow as pa
+
+from kartoframe.errors import CommitConflictError, CorruptMetadataError
+from kartoframe.format import naming
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.index import index_to_bytes
+from kartoframe.format.statistics import statistics_key, statistics_to_bytes
+from kartoframe.storage.resolve import load_statistics
+from kartoframe.storage.store import Store
+
+__all__ = ["base_statistics", "write_index_file", "write_statistics_file"]
+
+
+def _put_fresh(store: Store, data: bytes, key_at: Callable[[str], str], failure: str) -> str:
+    """Put ``data`` under the first free ``key_at(timestamp)``, from now on."""
+    ts = dt.datetime.now(dt.UTC)
+    for _ in range(1000):
+        key = key_at(ts.isoformat())
+        if store.put_if_absent(key, data):
+            return key
+        ts += dt.timedelta(microseconds=1)
+    raise CommitConflictError(failure)
+
+
+def write_index_file(store: Store, dataset_uuid: str, column: str, index: pa.Table) -> str:
+    """Write an index table as a new index file of ``column``; return its key."""
+    return _put_fresh(
+        store,
+        index_to_bytes(index),
+        lambda ts: naming.index_key(dataset_uuid, column, ts),
+        f"Could not find a free index file name for {column!r}.",
+    )
+
+
+def write_statistics_file(store: Store, dataset_uuid: str, stats: pa.Table) -> str:
+    """Write per-file statistics as a new statistics file of the dataset; return its key."""
+    return _put_fresh(
+        store,
+        statistics_to_bytes(stats),
+        lambda ts: statistics_key(dataset_uuid, ts),
+        f"Could not find a free statistics file name for {dataset_uuid!r}.",
+    )
+
+
+def base_statistics(store: Store, base: LoadedDataset | None) -> pa.Table | None:
+    """The base's statistics; an unreadable file counts as none (rows become unknown)."""
+    if base is None:
+        return None
+    try:
+        return load_statistics(store, base).statistics
+    except CorruptMetadataError:
+        return None
