@@ -55,7 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kartoframe.errors import CorruptMetadataError, FormatError
-from kartoframe.format import naming, txlog
+from kartoframe.format import header_stamp, log_diff, naming, txlog
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.index import PARTITION_COLUMN
 from kartoframe.format.schema import normalize_type
@@ -546,7 +546,7 @@ def log_findings(
             digests[v] = _UNKNOWN
             continue
         try:
-            header = txlog.apply_entry(
+            header = log_diff.apply_entry(
                 None if isinstance(header, _Unknown) else header, entry, uuid
             )
         except FormatError as e:
@@ -586,16 +586,16 @@ def log_findings(
 def _digest(header: DatasetHeader | _Unknown | None) -> _Digest:
     if header is None or isinstance(header, _Unknown):
         return header
-    return txlog.header_digest(header)
+    return header_stamp.header_digest(header)
 
 
 def _header_log(
     uuid: str, stored: DatasetHeader | None, out: list[Finding]
-) -> txlog.HeaderLog | None:
+) -> header_stamp.HeaderLog | None:
     if stored is None:
         return None
     try:
-        return txlog.header_log(stored)
+        return header_stamp.header_log(stored)
     except (CorruptMetadataError, FormatError) as e:
         out.append(
             Finding(
@@ -623,12 +623,12 @@ def _stored_header_findings(
         return out
     hkey = naming.header_key(uuid, stored.storage_format)
     try:
-        hlog = txlog.header_log(stored)
+        hlog = header_stamp.header_log(stored)
     except FormatError:
         _header_log(uuid, stored, out)
         return out
     if hlog is None:
-        sha = txlog.bytes_digest(stored_raw) if stored_raw is not None else None
+        sha = header_stamp.bytes_digest(stored_raw) if stored_raw is not None else None
         adopted = [
             v
             for v, e in entries.items()
@@ -684,7 +684,7 @@ def _stored_header_findings(
                 hkey,
             )
         )
-    elif isinstance(expected, str) and expected != txlog.header_digest(stored):
+    elif isinstance(expected, str) and expected != header_stamp.header_digest(stored):
         out.append(
             Finding(
                 "error",

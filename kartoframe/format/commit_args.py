@@ -16,7 +16,7 @@ import orjson
 
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.format.header import DatasetHeader
-from kartoframe.format.txlog import header_txn
+from kartoframe.format.header_stamp import header_txn
 
 __all__ = [
     "NO_COMMIT_OPTIONS",

@@ -28,25 +28,24 @@ entry raises :class:`~kartoframe.errors.CorruptMetadataError`, one from a newer 
 :class:`~kartoframe.errors.UnsupportedVersionError`, and every file key in it must lie
 inside the dataset.
 
-This module holds the format: key names, digests, the header's ``kartoframe.log`` and
-``kartoframe.txn`` records, encoding, decoding and replaying entries, and checkpoints.
-Reading the log from a store and rebuilding versions from it is
-:mod:`kartoframe.storage.log`.
+This module holds the format: key names, encoding and decoding entries, and checkpoints.
+Describing a version as an entry and replaying it are :mod:`kartoframe.format.log_diff`;
+the header's ``kartoframe.log`` and ``kartoframe.txn`` records, header digests and the header
+file's seal :mod:`kartoframe.format.header_stamp`; the typed reading of the JSON documents
+:mod:`kartoframe.format.log_doc`. Reading the log from a store and rebuilding
+versions from it is :mod:`kartoframe.storage.log`.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import dataclasses
 import datetime as dt
-import hashlib
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import msgpack
 import orjson
 
 from kartoframe.errors import (
@@ -58,10 +57,21 @@ from kartoframe.errors import (
 from kartoframe.format import naming
 from kartoframe.format.header import (
     DatasetHeader,
-    encode_header,
     kartoframe_section,
     metadata_from_dict,
-    with_kartoframe_section,
+)
+from kartoframe.format.header_stamp import header_digest
+from kartoframe.format.log_doc import (
+    PROTOCOL,
+    SHA_RE,
+    DocReader,
+    b64_field,
+    check_int,
+    check_label,
+    check_protocol,
+    decode_doc,
+    dump_doc,
+    encode_doc,
 )
 from kartoframe.format.statistics import StatisticsRef
 
@@ -71,11 +81,8 @@ __all__ = [
     "MAX_LOG_BYTES",
     "PROTOCOL",
     "Checkpoint",
-    "HeaderLog",
     "LogEntry",
-    "apply_entry",
     "as_of_ms",
-    "bytes_digest",
     "changed_partitions",
     "checkpoint_key",
     "decode_checkpoint",
@@ -83,23 +90,16 @@ __all__ = [
     "encode_checkpoint",
     "encode_entry",
     "entry_key",
-    "header_digest",
-    "header_log",
-    "header_txn",
     "log_prefix",
-    "make_entry",
     "now_ms",
     "parse_log_name",
     "referenced_keys",
-    "stamp_header",
     "versions_between",
 ]
 
 
 #: Folder of the log below the dataset (``<uuid>/_kartoframe/log/``).
 LOG_DIR = "_kartoframe/log"
-#: Protocol version written in entries, checkpoints and the header's ``kartoframe.log``.
-PROTOCOL = 1
 #: A checkpoint is written for every version divisible by this.
 CHECKPOINT_INTERVAL = 10
 #: Refuse log files larger than this (they are plain JSON; nothing is decompressed).
@@ -107,8 +107,6 @@ MAX_LOG_BYTES = 1 << 30
 _ENTRY_MARK = "kartoframe_log"
 _CHECKPOINT_MARK = "kartoframe_checkpoint"
 _NAME_RE = re.compile(r"^(\d{20})(\.checkpoint)?\.json$")
-_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
-_MAX_VERSION = 10**19
 
 
 # ---------------------------------------------------------------------------- naming
@@ -136,149 +134,6 @@ def parse_log_name(name: str) -> tuple[int, bool] | None:
     if m is None:
         return None
     return int(m.group(1)), bool(m.group(2))
-
-
-# ---------------------------------------------------------------------------- digests
-def _canonical(header: DatasetHeader) -> bytes:
-    if header.storage_format == "json":
-        return encode_header(header)
-    return msgpack.packb(header.to_dict(), use_bin_type=True)  # type: ignore[no-any-return]
-
-
-def header_digest(header: DatasetHeader) -> str:
-    """SHA-256 of a header's canonical encoding (JSON, or msgpack before compression)."""
-    return hashlib.sha256(_canonical(header)).hexdigest()
-
-
-def bytes_digest(data: bytes) -> str:
-    """SHA-256 of raw bytes (used for headers written by other programs)."""
-    return hashlib.sha256(data).hexdigest()
-
-
-# ---------------------------------------------------------------------------- header map
-@dataclasses.dataclass(frozen=True, slots=True)
-class HeaderLog:
-    """The ``kartoframe.log`` record of a header: which log version it is."""
-
-    version: int
-    timestamp: int
-
-
-def header_log(header: DatasetHeader) -> HeaderLog | None:
-    """The log version recorded in a header (None: written by another program).
-
-    Raises
-    ------
-    CorruptMetadataError
-        The record exists but is malformed.
-    UnsupportedVersionError
-        It was written with a newer log protocol.
-    """
-    raw = kartoframe_section(header).get("log")
-    if raw is None:
-        return None
-    where = f"header of dataset {header.uuid!r}"
-    if not isinstance(raw, Mapping):
-        raise CorruptMetadataError(f"Corrupt {where}: 'kartoframe.log' must be a map.")
-    _check_protocol(raw.get("protocol"), where, "kartoframe.log.protocol")
-    version = _int(raw.get("version"), where, "kartoframe.log.version")
-    ts = _int(raw.get("timestamp"), where, "kartoframe.log.timestamp")
-    return HeaderLog(version, ts)
-
-
-def header_txn(header: DatasetHeader) -> dict[str, int]:
-    """Application transactions recorded in a header: ``{app_id: app_version}``."""
-    raw = kartoframe_section(header).get("txn")
-    if not isinstance(raw, Mapping):
-        return {}
-    return {
-        k: v
-        for k, v in raw.items()
-        if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
-    }
-
-
-def stamp_header(
-    header: DatasetHeader, version: int, timestamp: int, txn: Mapping[str, int]
-) -> DatasetHeader:
-    """Return ``header`` with its ``kartoframe.log`` (and ``kartoframe.txn``) set."""
-    section = kartoframe_section(header)
-    section["log"] = {"protocol": PROTOCOL, "version": version, "timestamp": timestamp}
-    if txn:
-        section["txn"] = dict(sorted(txn.items()))
-    else:
-        section.pop("txn", None)
-    return with_kartoframe_section(header, section)
-
-
-#: Key of ``kartoframe.log`` holding the SHA-256 of the JSON header file's own bytes
-#: (computed with the value empty): a committer notices a header edited by hand
-#: without reading the log.
-FILE_DIGEST_KEY = "file_sha256"
-_EMPTY_DIGEST = b'"' + FILE_DIGEST_KEY.encode() + b'":""'
-
-
-def _digest_field(digest: str) -> bytes:
-    return b'"' + FILE_DIGEST_KEY.encode() + b'":"' + digest.encode("ascii") + b'"'
-
-
-def seal_header(header: DatasetHeader) -> tuple[DatasetHeader, bytes]:
-    """The stamped header with its file digest, and its encoded bytes.
-
-    JSON headers carry the SHA-256 of their own bytes (taken with the digest empty) in
-    ``kartoframe.log.file_sha256``; msgpack headers (compressed) are returned as they are.
-    """
-    section = kartoframe_section(header)
-    stamp = section.get("log")
-    if header.storage_format != "json" or not isinstance(stamp, Mapping):
-        return header, encode_header(header)
-    section["log"] = {**stamp, FILE_DIGEST_KEY: ""}
-    blank = with_kartoframe_section(header, section)
-    data = encode_header(blank)
-    if data.count(_EMPTY_DIGEST) != 1:  # the pattern also occurs in user content
-        return header, encode_header(header)
-    digest = bytes_digest(data)
-    section["log"] = {**stamp, FILE_DIGEST_KEY: digest}
-    return with_kartoframe_section(header, section), data.replace(
-        _EMPTY_DIGEST, _digest_field(digest), 1
-    )
-
-
-def sealed_intact(header: DatasetHeader, raw: bytes) -> bool | None:
-    """Whether header file bytes ``raw`` are exactly as sealed by their committer.
-
-    None: the header carries no file digest (msgpack, or an older writer).
-    """
-    stamp = kartoframe_section(header).get("log")
-    digest = stamp.get(FILE_DIGEST_KEY) if isinstance(stamp, Mapping) else None
-    if not isinstance(digest, str) or not _SHA_RE.match(digest):
-        return None
-    field = _digest_field(digest)
-    if raw.count(field) != 1:
-        return False
-    return bytes_digest(raw.replace(field, _EMPTY_DIGEST, 1)) == digest
-
-
-def _check_protocol(value: object, where: str, name: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise CorruptMetadataError(f"Corrupt {where}: {name!r} must be an integer.")
-    if value > PROTOCOL:
-        raise UnsupportedVersionError(
-            f"The {where} was written with transaction-log protocol {value}; this "
-            f"kartoframe understands protocol {PROTOCOL} only. Upgrade kartoframe."
-        )
-    if value < 1:
-        raise CorruptMetadataError(f"Corrupt {where}: {name!r} is {value}.")
-
-
-def _int(value: object, where: str, name: str, *, optional: bool = False) -> Any:
-    if value is None and optional:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < _MAX_VERSION:
-        raise CorruptMetadataError(
-            f"Corrupt {where}: {name!r} must be a non-negative integer, got {type(value).__name__}."
-        )
-    return value
 
 
 # ---------------------------------------------------------------------------- entries
@@ -358,108 +213,6 @@ class LogEntry:
         return tuple(lb for lb, _ in self.add)
 
 
-def _header_doc(header: DatasetHeader) -> dict[str, Any]:
-    doc = header.to_dict()
-    doc.pop("partitions", None)
-    return doc
-
-
-def _encode_doc(doc: Mapping[str, Any], fmt: naming.MetadataFormat) -> Any:
-    if fmt == "json":
-        return doc
-    return base64.b64encode(msgpack.packb(dict(doc), use_bin_type=True)).decode("ascii")
-
-
-def make_entry(
-    *,
-    version: int,
-    timestamp: int,
-    operation: str,
-    parameters: Mapping[str, Any],
-    writer: str,
-    commit_info: Mapping[str, Any] | None,
-    app_id: str | None,
-    app_version: int | None,
-    previous: DatasetHeader | None,
-    header: DatasetHeader | None,
-    schema: bytes | None,
-    force_reset: bool = False,
-    reverts: int | None = None,
-    external: bool = False,
-    foreign_sha256: str | None = None,
-) -> LogEntry:
-    """Describe version ``version`` (``header``; None: deleted) relative to ``previous``.
-
-    The entry is a diff (partitions removed and added) when replaying it on ``previous``
-    gives exactly ``header``'s partitions in the same order; otherwise (a create, an
-    overwrite, a reordering, an implicit previous header) it is a reset.
-    """
-    prev_parts: dict[str, str] = (
-        dict(previous.partitions) if previous is not None and previous.explicit_partitions else {}
-    )
-    if header is None:
-        return LogEntry(
-            version,
-            timestamp,
-            operation,
-            dict(parameters),
-            writer,
-            dict(commit_info) if commit_info is not None else None,
-            app_id,
-            app_version,
-            True,
-            (),
-            tuple(prev_parts),
-            True,
-            previous.storage_format if previous is not None else "json",
-            None,
-            True,
-            None,
-            None,
-            reverts,
-            external,
-            foreign_sha256,
-        )
-    new_parts = dict(header.partitions) if header.explicit_partitions else {}
-    removed = [lb for lb, k in prev_parts.items() if new_parts.get(lb) != k]
-    added = [(lb, k) for lb, k in new_parts.items() if prev_parts.get(lb) != k]
-    reset = force_reset or previous is None or not previous.explicit_partitions
-    if not reset:
-        gone = set(removed)
-        replay = {lb: k for lb, k in prev_parts.items() if lb not in gone}
-        replay.update(added)
-        reset = list(replay.items()) != list(new_parts.items())
-    fresh: tuple[str, ...] | None = None
-    if reset:
-        fresh = tuple(lb for lb, _ in added)
-        added = list(new_parts.items())
-        if len(fresh) == len(added):
-            fresh = None
-    return LogEntry(
-        version,
-        timestamp,
-        operation,
-        dict(parameters),
-        writer,
-        dict(commit_info) if commit_info is not None else None,
-        app_id,
-        app_version,
-        reset,
-        tuple(added),
-        tuple(removed),
-        False,
-        header.storage_format,
-        _header_doc(header),
-        header.explicit_partitions,
-        header_digest(header),
-        schema,
-        reverts,
-        external,
-        foreign_sha256,
-        fresh,
-    )
-
-
 def encode_entry(entry: LogEntry) -> bytes:
     """Encode an entry as JSON.
 
@@ -488,7 +241,7 @@ def encode_entry(entry: LogEntry) -> bytes:
         "header_format": entry.header_format,
         "explicit_partitions": entry.explicit_partitions,
         "header": (
-            _encode_doc(entry.header_doc, entry.header_format)
+            encode_doc(entry.header_doc, entry.header_format)
             if entry.header_doc is not None
             else None
         ),
@@ -502,48 +255,7 @@ def encode_entry(entry: LogEntry) -> bytes:
         doc["new"] = list(entry.new)
     if entry.header_file_sha256 is not None:
         doc["header_file_sha256"] = entry.header_file_sha256
-    return _dumps(doc, f"log entry {entry.version}")
-
-
-def _dumps(doc: Mapping[str, Any], what: str) -> bytes:
-    try:
-        return orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
-    except TypeError as e:
-        raise InvalidInputError(
-            f"Cannot record {what} in the transaction log: {e} (user metadata, parameters "
-            "and commit_info must be JSON-serialisable)."
-        ) from e
-
-
-class _Reader:
-    """Typed access to a decoded JSON document, with errors naming the file and key."""
-
-    def __init__(self, doc: object, where: str) -> None:
-        self.where = where
-        if not isinstance(doc, dict):
-            self.fail("<root>", "a JSON object", doc)
-        assert isinstance(doc, dict)
-        self.doc = doc
-
-    def fail(self, key: str, expected: str, got: object) -> None:
-        raise CorruptMetadataError(
-            f"Corrupt {self.where}: {key!r} must be {expected}, got {type(got).__name__}."
-        )
-
-    def get(self, key: str, types: type | tuple[type, ...], expected: str) -> Any:
-        value = self.doc.get(key)
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
-            self.fail(key, expected, value)
-        return value
-
-    def opt(self, key: str, types: type | tuple[type, ...], expected: str) -> Any:
-        if self.doc.get(key) is None:
-            return None
-        return self.get(key, types, expected)
-
-
-def _tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
-    return types if isinstance(types, tuple) else (types,)
+    return dump_doc(doc, f"log entry {entry.version}")
 
 
 def _loads(data: bytes, where: str) -> Any:
@@ -559,34 +271,6 @@ def _loads(data: bytes, where: str) -> Any:
         raise CorruptMetadataError(f"Cannot decode {where}: {e}") from e
 
 
-def _b64(value: str, r: _Reader, key: str) -> bytes:
-    try:
-        return base64.b64decode(value.encode("ascii"), validate=True)
-    except (binascii.Error, ValueError, UnicodeEncodeError) as e:
-        raise CorruptMetadataError(f"Corrupt {r.where}: {key!r} is not base64 ({e}).") from e
-
-
-def _decode_doc(r: _Reader, key: str, fmt: naming.MetadataFormat) -> dict[str, Any]:
-    if fmt == "json":
-        doc = r.get(key, dict, "a JSON object")
-    else:
-        raw = _b64(r.get(key, str, "base64 msgpack"), r, key)
-        try:
-            doc = msgpack.unpackb(raw, raw=False, strict_map_key=False)
-        except (ValueError, TypeError, msgpack.UnpackException) as e:
-            raise CorruptMetadataError(f"Cannot decode {key!r} of {r.where}: {e}") from e
-        if not isinstance(doc, dict):
-            r.fail(key, "a msgpack map", doc)
-    return dict(doc)
-
-
-def _check_label(label: object, r: _Reader, key: str) -> str:
-    if not isinstance(label, str) or not label or "\x00" in label or label.startswith("/"):
-        r.fail(key, "a list of partition labels", label)
-    assert isinstance(label, str)
-    return label
-
-
 def decode_entry(data: bytes, dataset_uuid: str, version: int) -> LogEntry:
     """Decode and validate log entry ``version`` of a dataset.
 
@@ -599,12 +283,12 @@ def decode_entry(data: bytes, dataset_uuid: str, version: int) -> LogEntry:
         Written with a newer log protocol.
     """
     where = f"log entry {version} of dataset {dataset_uuid!r}"
-    r = _Reader(_loads(data, where), where)
-    _check_protocol(r.doc.get(_ENTRY_MARK), where, _ENTRY_MARK)
-    got = _int(r.doc.get("version"), where, "version")
+    r = DocReader(_loads(data, where), where)
+    check_protocol(r.doc.get(_ENTRY_MARK), where, _ENTRY_MARK)
+    got = check_int(r.doc.get("version"), where, "version")
     if got != version:
         raise CorruptMetadataError(f"Corrupt {where}: it says it is version {got}.")
-    timestamp = _int(r.doc.get("timestamp"), where, "timestamp")
+    timestamp = check_int(r.doc.get("timestamp"), where, "timestamp")
     operation = r.get("operation", str, "a string")
     parameters = r.get("parameters", dict, "a JSON object")
     writer = r.get("writer", str, "a string")
@@ -612,17 +296,17 @@ def decode_entry(data: bytes, dataset_uuid: str, version: int) -> LogEntry:
     txn = r.opt("txn", dict, "a JSON object or null")
     app_id = app_version = None
     if txn is not None:
-        t = _Reader(txn, where + " (txn)")
+        t = DocReader(txn, where + " (txn)")
         app_id = t.get("app_id", str, "a string")
-        app_version = _int(txn.get("app_version"), where, "txn.app_version")
+        app_version = check_int(txn.get("app_version"), where, "txn.app_version")
     reset = r.get("reset", bool, "a boolean")
     deleted = r.get("deleted", bool, "a boolean")
-    remove = tuple(_check_label(lb, r, "remove") for lb in r.get("remove", list, "a list"))
+    remove = tuple(check_label(lb, r, "remove") for lb in r.get("remove", list, "a list"))
     add: list[tuple[str, str]] = []
     for pair in r.get("add", list, "a list"):
         if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], str)):
             r.fail("add", "a list of [label, key] pairs", pair)
-        label = _check_label(pair[0], r, "add")
+        label = check_label(pair[0], r, "add")
         add.append((label, naming.check_key_inside(pair[1], dataset_uuid)))
     fmt = r.get("header_format", str, "'json' or 'msgpack'")
     if fmt not in ("json", "msgpack"):
@@ -630,19 +314,19 @@ def decode_entry(data: bytes, dataset_uuid: str, version: int) -> LogEntry:
     explicit = r.get("explicit_partitions", bool, "a boolean")
     doc = sha = None
     if not deleted:
-        doc = _decode_doc(r, "header", fmt)
+        doc = decode_doc(r, "header", fmt)
         sha = r.get("header_sha256", str, "a hex digest")
-        if not _SHA_RE.match(sha):
+        if not SHA_RE.match(sha):
             r.fail("header_sha256", "a hex SHA-256 digest", sha)
     schema = r.opt("schema", str, "base64 or null")
-    reverts = _int(r.doc.get("reverts"), where, "reverts", optional=True)
+    reverts = check_int(r.doc.get("reverts"), where, "reverts", optional=True)
     external = r.doc.get("external", False)
     if not isinstance(external, bool):
         r.fail("external", "a boolean", external)
     foreign = r.opt("foreign_sha256", str, "a hex digest or null")
     new = r.opt("new", list, "a list of labels or null")
     file_sha = r.opt("header_file_sha256", str, "a hex digest or null")
-    if file_sha is not None and not _SHA_RE.match(file_sha):
+    if file_sha is not None and not SHA_RE.match(file_sha):
         r.fail("header_file_sha256", "a hex SHA-256 digest", file_sha)
     return LogEntry(
         version=version,
@@ -661,80 +345,13 @@ def decode_entry(data: bytes, dataset_uuid: str, version: int) -> LogEntry:
         header_doc=doc,
         explicit_partitions=explicit,
         header_sha256=sha,
-        schema=_b64(schema, r, "schema") if schema is not None else None,
+        schema=b64_field(schema, r, "schema") if schema is not None else None,
         reverts=reverts,
         external=external,
         foreign_sha256=foreign,
-        new=tuple(_check_label(lb, r, "new") for lb in new) if new is not None else None,
+        new=tuple(check_label(lb, r, "new") for lb in new) if new is not None else None,
         header_file_sha256=file_sha,
     )
-
-
-def _partition_map(partitions: Mapping[str, str]) -> dict[str, Any]:
-    # the table of a data file is the second component of its key: <uuid>/<table>/...
-    return {lb: {"files": {key.split("/")[1]: key}} for lb, key in partitions.items()}
-
-
-def _rebuild(
-    doc: Mapping[str, Any],
-    partitions: Mapping[str, str] | None,
-    dataset_uuid: str,
-    fmt: naming.MetadataFormat,
-    where: str,
-) -> DatasetHeader:
-    raw: dict[str, Any] = {}
-    for k, v in doc.items():
-        if k == "partition_keys" and partitions is not None:
-            raw["partitions"] = _partition_map(partitions)
-        raw[k] = v
-    if partitions is not None and "partitions" not in raw:
-        raw["partitions"] = _partition_map(partitions)
-    try:
-        return metadata_from_dict(raw, dataset_uuid, fmt)
-    except (CorruptMetadataError, UnsupportedVersionError) as e:
-        raise type(e)(f"{e} (rebuilt from {where})") from e
-
-
-def apply_entry(
-    previous: DatasetHeader | None, entry: LogEntry, dataset_uuid: str
-) -> DatasetHeader | None:
-    """The header of ``entry.version``: ``entry`` replayed on ``previous`` (None: deleted).
-
-    Raises
-    ------
-    CorruptMetadataError
-        The rebuilt header does not match the digest the committer recorded (a broken
-        chain of entries), or is not a valid header.
-    """
-    where = f"log entry {entry.version} of dataset {dataset_uuid!r}"
-    if entry.deleted:
-        return None
-    assert entry.header_doc is not None
-    if entry.reset:
-        parts: dict[str, str] = {}
-    else:
-        if previous is None:
-            raise CorruptMetadataError(
-                f"Corrupt {where}: it changes version {entry.version - 1}, which does not exist."
-            )
-        parts = dict(previous.partitions) if previous.explicit_partitions else {}
-        for lb in entry.remove:
-            parts.pop(lb, None)
-    parts.update(entry.add)
-    header = _rebuild(
-        entry.header_doc,
-        parts if entry.explicit_partitions else None,
-        dataset_uuid,
-        entry.header_format,
-        where,
-    )
-    if header_digest(header) != entry.header_sha256:
-        raise CorruptMetadataError(
-            f"Corrupt transaction log of dataset {dataset_uuid!r}: replaying entry "
-            f"{entry.version} does not give the header its committer recorded (an entry is "
-            "missing, was edited, or belongs to another history)."
-        )
-    return header
 
 
 # ---------------------------------------------------------------------------- checkpoints
@@ -758,12 +375,12 @@ def encode_checkpoint(
         "timestamp": timestamp,
         "deleted": header is None,
         "header_format": header.storage_format if header is not None else "json",
-        "header": _encode_doc(header.to_dict(), header.storage_format) if header else None,
+        "header": encode_doc(header.to_dict(), header.storage_format) if header else None,
         "table": header.table_name if header is not None else None,
         "header_sha256": header_digest(header) if header is not None else None,
         "schema": base64.b64encode(schema).decode("ascii") if schema else None,
     }
-    return _dumps(doc, f"checkpoint {version}")
+    return dump_doc(doc, f"checkpoint {version}")
 
 
 def decode_checkpoint(data: bytes, dataset_uuid: str, version: int) -> Checkpoint:
@@ -775,19 +392,19 @@ def decode_checkpoint(data: bytes, dataset_uuid: str, version: int) -> Checkpoin
         As :func:`decode_entry`.
     """
     where = f"checkpoint {version} of dataset {dataset_uuid!r}"
-    r = _Reader(_loads(data, where), where)
-    _check_protocol(r.doc.get(_CHECKPOINT_MARK), where, _CHECKPOINT_MARK)
-    if _int(r.doc.get("version"), where, "version") != version:
+    r = DocReader(_loads(data, where), where)
+    check_protocol(r.doc.get(_CHECKPOINT_MARK), where, _CHECKPOINT_MARK)
+    if check_int(r.doc.get("version"), where, "version") != version:
         raise CorruptMetadataError(f"Corrupt {where}: wrong version number.")
-    timestamp = _int(r.doc.get("timestamp"), where, "timestamp")
+    timestamp = check_int(r.doc.get("timestamp"), where, "timestamp")
     schema_raw = r.opt("schema", str, "base64 or null")
-    schema = _b64(schema_raw, r, "schema") if schema_raw is not None else None
+    schema = b64_field(schema_raw, r, "schema") if schema_raw is not None else None
     if r.get("deleted", bool, "a boolean"):
         return Checkpoint(version, timestamp, None, schema)
     fmt = r.get("header_format", str, "'json' or 'msgpack'")
     if fmt not in ("json", "msgpack"):
         r.fail("header_format", "'json' or 'msgpack'", fmt)
-    doc = _decode_doc(r, "header", fmt)
+    doc = decode_doc(r, "header", fmt)
     table = r.opt("table", str, "a string") or "table"
     try:
         header = metadata_from_dict(doc, dataset_uuid, fmt, default_table=table)

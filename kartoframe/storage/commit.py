@@ -55,7 +55,7 @@ from kartoframe.errors import (
     KartoframeError,
     StorageError,
 )
-from kartoframe.format import naming, txlog
+from kartoframe.format import header_stamp, log_diff, naming, txlog
 from kartoframe.format.commit_args import already_committed
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader
@@ -247,9 +247,9 @@ def _stored_moved(store: Store, uuid: str, parent: Parent) -> tuple[bool, int | 
             return False, None
         return not store.exists(txlog.entry_key(uuid, parent.version)), None
     header, raw = found
-    hlog = txlog.header_log(header)
+    hlog = header_stamp.header_log(header)
     if hlog is None:
-        return parent.foreign_sha != txlog.bytes_digest(raw), None
+        return parent.foreign_sha != header_stamp.bytes_digest(raw), None
     if parent.header is None and parent.pending is None:
         # a header appeared; fine only if its version is an old one (a deleted state)
         return hlog.version > parent.version or parent.version < 0, hlog.version
@@ -424,9 +424,11 @@ def commit_transaction(
         txn = dict(parent.txn)
         if intent.app_id is not None and intent.app_version is not None:
             txn[intent.app_id] = intent.app_version
-        header, header_bytes = txlog.seal_header(txlog.stamp_header(built.header, version, ts, txn))
+        header, header_bytes = header_stamp.seal_header(
+            header_stamp.stamp_header(built.header, version, ts, txn)
+        )
         schema_bytes = built.schema_bytes
-        entry = txlog.make_entry(
+        entry = log_diff.make_entry(
             version=version,
             timestamp=ts,
             operation=(
@@ -445,7 +447,9 @@ def commit_transaction(
         )
         if entry.reset and entry.schema is None:
             entry = dataclasses.replace(entry, schema=_state_schema(store, built))
-        entry = dataclasses.replace(entry, header_file_sha256=txlog.bytes_digest(header_bytes))
+        entry = dataclasses.replace(
+            entry, header_file_sha256=header_stamp.bytes_digest(header_bytes)
+        )
         data = txlog.encode_entry(entry)
         moved, stored_version = _stored_moved(store, dataset_uuid, parent)
         if moved or not _claim(store, txlog.entry_key(dataset_uuid, version), data, version):
@@ -677,8 +681,10 @@ def _undo(
                 previous_schema = schema_to_bytes(builder_base.schema)
             else:
                 previous_schema = parent.log_schema or store.get_or_none(schema_key)
-            target = txlog.stamp_header(parent.header, version + 1, entry.timestamp + 1, parent.txn)
-        revert = txlog.make_entry(
+            target = header_stamp.stamp_header(
+                parent.header, version + 1, entry.timestamp + 1, parent.txn
+            )
+        revert = log_diff.make_entry(
             version=version + 1,
             timestamp=entry.timestamp + 1,
             operation="REVERT",

@@ -12,7 +12,7 @@ import random
 import time
 
 from kartoframe.errors import CommitConflictError
-from kartoframe.format import naming, txlog
+from kartoframe.format import header_stamp, log_diff, naming, txlog
 from kartoframe.format.header import DatasetHeader, decode_header, encode_header
 from kartoframe.storage import log
 from kartoframe.storage.commit import (
@@ -78,7 +78,7 @@ def mark_deleted(store: Store, dataset_uuid: str, *, operation: str = "DELETE") 
         else:
             latest, prev_ts = state.version, state.timestamp or 0
         ts = max(txlog.now_ms(), prev_ts + 1)
-        entry = txlog.make_entry(
+        entry = log_diff.make_entry(
             version=latest + 1,
             timestamp=ts,
             operation=operation,
@@ -132,7 +132,7 @@ def restore(
         Another writer committed after the commit to undo; nothing is changed then.
     """
     done = decode_header(written, dataset_uuid, written_format)
-    hlog = txlog.header_log(done)
+    hlog = header_stamp.header_log(done)
     if hlog is None:
         raise CommitConflictError(f"Cannot undo a commit of {dataset_uuid!r}: no log version.")
     state = log.current_state(store, dataset_uuid)
@@ -148,11 +148,11 @@ def restore(
         else None
     )
     ts = max(txlog.now_ms(), hlog.timestamp + 1)
-    txn = txlog.header_txn(target) if target is not None else {}
+    txn = header_stamp.header_txn(target) if target is not None else {}
     schema_key = naming.common_metadata_key(dataset_uuid, table)
     if target is not None and previous_schema is None:
         previous_schema = store.get_or_none(schema_key)
-    entry = txlog.make_entry(
+    entry = log_diff.make_entry(
         version=version + 1,
         timestamp=ts,
         operation="REVERT",
@@ -162,7 +162,9 @@ def restore(
         app_id=None,
         app_version=None,
         previous=done,
-        header=txlog.stamp_header(target, version + 1, ts, txn) if target is not None else None,
+        header=header_stamp.stamp_header(target, version + 1, ts, txn)
+        if target is not None
+        else None,
         schema=previous_schema if target is not None else None,
         force_reset=True,
         reverts=version,

@@ -22,17 +22,17 @@ from kartoframe.errors import (
 )
 from kartoframe.format import naming
 from kartoframe.format.header import DatasetHeader, decode_header, encode_header
+from kartoframe.format.header_stamp import header_log
+from kartoframe.format.log_diff import apply_entry
 from kartoframe.format.txlog import (
     CHECKPOINT_INTERVAL,
     Checkpoint,
     LogEntry,
-    apply_entry,
     as_of_ms,
     checkpoint_key,
     decode_checkpoint,
     decode_entry,
     entry_key,
-    header_log,
     log_prefix,
     parse_log_name,
 )

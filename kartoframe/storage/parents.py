@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from kartoframe.format import naming, txlog
+from kartoframe.format import header_stamp, log_diff, naming, txlog
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, encode_header
 from kartoframe.format.txlog import LogEntry
@@ -62,7 +62,7 @@ def _adopt(store: Store, uuid: str, header: DatasetHeader, raw: bytes, *, roll: 
     committer that stopped before writing its header). Otherwise the header becomes a
     new ``external`` entry, created before the commit's own.
     """
-    sha = txlog.bytes_digest(raw)
+    sha = header_stamp.bytes_digest(raw)
     versions, _ = log.list_log(store, uuid)
     for v in reversed(versions[-4:]):
         entry = log.read_entry(store, uuid, v)
@@ -74,7 +74,7 @@ def _adopt(store: Store, uuid: str, header: DatasetHeader, raw: bytes, *, roll: 
                 state.header,
                 state.header_bytes,
                 state.timestamp or entry.timestamp,
-                txlog.header_txn(state.header) if state.header else {},
+                header_stamp.header_txn(state.header) if state.header else {},
                 foreign_sha=sha,
                 log_schema=state.schema,
                 schema_known=True,
@@ -82,12 +82,12 @@ def _adopt(store: Store, uuid: str, header: DatasetHeader, raw: bytes, *, roll: 
     latest = versions[-1] if versions else -1
     previous = log.state_at(store, uuid, latest) if versions else None
     prev_header = previous.header if previous is not None else None
-    txn = txlog.header_txn(prev_header) if prev_header is not None else {}
+    txn = header_stamp.header_txn(prev_header) if prev_header is not None else {}
     prev_ts = previous.timestamp if previous is not None and previous.timestamp else 0
     ts = max(txlog.now_ms(), prev_ts + 1)
-    stamped = txlog.stamp_header(header, latest + 1, ts, txn)
+    stamped = header_stamp.stamp_header(header, latest + 1, ts, txn)
     schema = store.get_or_none(naming.common_metadata_key(header.uuid, header.table_name))
-    entry = txlog.make_entry(
+    entry = log_diff.make_entry(
         version=latest + 1,
         timestamp=ts,
         operation="EXTERNAL",
@@ -147,7 +147,7 @@ def parent_of_state(store: Store, uuid: str, state: State | None) -> Parent:
         state.header,
         state.header_bytes,
         state.timestamp or 0,
-        txlog.header_txn(state.header),
+        header_stamp.header_txn(state.header),
         log_schema=state.schema,
         schema_known=True,
     )
@@ -170,11 +170,11 @@ def latest_version(store: Store, uuid: str) -> tuple[int, int]:
 def parent_of_base(store: Store, base: LoadedDataset) -> Parent:
     """The parent for an update: the version ``base`` was loaded at (a foreign one is adopted)."""
     md = base.metadata
-    hlog = txlog.header_log(md)
+    hlog = header_stamp.header_log(md)
     raw = base.header_bytes if base.header_bytes is not None else encode_header(md)
     if hlog is None or not matches_log(store, md.uuid, hlog.version, md, raw):
         return _adopt(store, md.uuid, md, raw, roll=False)
-    return Parent(hlog.version, md, base.header_bytes, hlog.timestamp, txlog.header_txn(md))
+    return Parent(hlog.version, md, base.header_bytes, hlog.timestamp, header_stamp.header_txn(md))
 
 
 def matches_log(store: Store, uuid: str, version: int, header: DatasetHeader, raw: bytes) -> bool:
@@ -187,17 +187,17 @@ def matches_log(store: Store, uuid: str, version: int, header: DatasetHeader, ra
     like a foreign one instead. Otherwise compares the file's bytes with the digest its
     committer recorded (one GET of the entry and one SHA-256 of the bytes); entries of older
     writers without that digest are compared by the header's own digest. A JSON header
-    sealed with the digest of its own bytes (:func:`kartoframe.format.txlog.seal_header`)
+    sealed with the digest of its own bytes (:func:`kartoframe.format.header_stamp.seal_header`)
     is checked without any request.
     """
-    if txlog.sealed_intact(header, raw):
+    if header_stamp.sealed_intact(header, raw):
         return True  # the header file is byte for byte as its committer wrote it
     entry = log.read_entry(store, uuid, version)
     if entry is None or entry.deleted:
         return True  # nothing to compare with (the log was vacuumed or removed)
-    digest = txlog.bytes_digest(raw)
+    digest = header_stamp.bytes_digest(raw)
     if entry.external and entry.foreign_sha256 == digest:
         return True
     if entry.header_file_sha256 is not None and entry.header_file_sha256 == digest:
         return True
-    return txlog.header_digest(header) == entry.header_sha256
+    return header_stamp.header_digest(header) == entry.header_sha256

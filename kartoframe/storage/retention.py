@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError
-from kartoframe.format import generated, naming, txlog
+from kartoframe.format import generated, log_diff, naming, txlog
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.statistics import STATISTICS_DIR
 from kartoframe.format.txlog import LogEntry
@@ -222,7 +222,7 @@ def retained_versions(
             entry = entries.get(k) or log.read_entry(store, dataset_uuid, k)
             if entry is None:
                 break
-            header = txlog.apply_entry(header, entry, dataset_uuid)
+            header = log_diff.apply_entry(header, entry, dataset_uuid)
         following = entries.get(k + 1)
         if following is None and k < top:
             following = log.read_entry(store, dataset_uuid, k + 1)
@@ -357,7 +357,7 @@ def newer_references(store: Store, dataset_uuid: str, snapshot: State) -> set[st
         entry = log.read_entry(store, dataset_uuid, version + 1)
         if entry is None:
             break
-        header = txlog.apply_entry(header, entry, dataset_uuid)
+        header = log_diff.apply_entry(header, entry, dataset_uuid)
         refs |= txlog.referenced_keys(header)
         version += 1
     return refs

@@ -28,7 +28,7 @@ from txn_helpers import store_spec
 
 import kartoframe as kf
 from kartoframe.execution.write import commit_write, write_chunk
-from kartoframe.format import generated, naming, txlog
+from kartoframe.format import generated, header_stamp, naming, txlog
 from kartoframe.storage import retention
 from kartoframe.storage.resolve import load_dataset
 
@@ -412,7 +412,7 @@ def _digest_mismatch(store: kf.Store) -> None:
     store.put(key, json.dumps(doc).encode())
     from kartoframe.format.header import encode_header
 
-    stamped = txlog.stamp_header(v1, 1, 0, {})
+    stamped = header_stamp.stamp_header(v1, 1, 0, {})
     store.put(naming.header_key("ds", "json"), encode_header(stamped))
 
 

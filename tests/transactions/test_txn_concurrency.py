@@ -18,7 +18,7 @@ import pytest
 from txn_helpers import Workers, store_spec
 
 import kartoframe as kf
-from kartoframe.format import naming, txlog
+from kartoframe.format import header_stamp, naming
 from kartoframe.storage import log
 
 
@@ -55,7 +55,7 @@ def _check_appends(store: kf.Store, uuid: str, n: int, k: int) -> None:
     # the stored header settled at the newest version
     stored = log.read_stored_header(store, uuid)
     assert stored is not None
-    hlog = txlog.header_log(stored[0])
+    hlog = header_stamp.header_log(stored[0])
     assert hlog is not None and hlog.version == n * k
 
 

@@ -30,7 +30,7 @@ import pytest
 from txn_helpers import Workers, store_spec
 
 import kartoframe as kf
-from kartoframe.format import naming, txlog
+from kartoframe.format import header_stamp, naming
 from kartoframe.storage import commit as commit_mod
 from kartoframe.storage import log
 
@@ -72,7 +72,7 @@ def _check_update_round(store: kf.Store, uuid: str, outcomes: list[str], n: int)
     assert ops == {"CREATE": 1, "APPEND": n - 1}, f"{uuid}: {ops}"
     stored = log.read_stored_header(store, uuid)
     assert stored is not None
-    hlog = txlog.header_log(stored[0])
+    hlog = header_stamp.header_log(stored[0])
     assert hlog is not None and hlog.version == n - 1, "the stored header did not settle"
 
 

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kartoframe as kf
-from kartoframe.format import naming, txlog
+from kartoframe.format import header_stamp, log_diff, naming, txlog
 from kartoframe.storage import log
 
 HEADER = naming.header_key("ds", "json")
@@ -229,7 +229,7 @@ def _decode_and_apply(data: bytes) -> None:
     previous = kf.Store("memory://kf-txn-fuzz-entry")
     base = log.state_at(previous, "ds", 0).header
     try:
-        header = txlog.apply_entry(base, entry, "ds")
+        header = log_diff.apply_entry(base, entry, "ds")
     except kf.KartoframeError:
         return
     # whatever passes must be a fully valid header of this dataset
@@ -282,11 +282,11 @@ def test_fuzz_header_marker(value: Any) -> None:
 
     header = DatasetHeader("ds", {}, extra={"kartoframe": {"log": value, "txn": value}})
     try:
-        found = txlog.header_log(header)
+        found = header_stamp.header_log(header)
     except kf.KartoframeError:
         return
     assert found is None or (found.version >= 0 and found.timestamp >= 0)
-    assert all(isinstance(v, int) for v in txlog.header_txn(header).values())
+    assert all(isinstance(v, int) for v in header_stamp.header_txn(header).values())
 
 
 # ------------------------------------------------------------------------------ paths

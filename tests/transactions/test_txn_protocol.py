@@ -21,7 +21,7 @@ import kartoframe as kf
 from kartoframe.api.write import delete_scope_labels
 from kartoframe.execution.write import commit_write, write_chunk
 from kartoframe.format.commit_args import CommitOptions
-from kartoframe.format import naming, txlog
+from kartoframe.format import header_stamp, naming, txlog
 from kartoframe.storage import log
 from kartoframe.storage.commit import HeaderPublishError, _settle, publish_current
 from kartoframe.storage.resolve import load_dataset
@@ -123,7 +123,7 @@ def test_stale_append_rebases_and_merges_the_index(any_store: kf.Store) -> None:
         lambda: kf.update_dataset_from_dataframes([frame(5, 1)], any_store, "ds"),
     )
     assert ks(any_store) == [0, 0, 0, 5, 5, 7, 7]
-    assert txlog.header_log(md).version == 2  # type: ignore[union-attr]
+    assert header_stamp.header_log(md).version == 2  # type: ignore[union-attr]
     idx = kf.read_dataset_metadata("ds", any_store).load_index("k")
     assert sorted(idx["k"].tolist()) == [0, 5, 7]
     assert len(kf.read_table("ds", any_store, predicates=[[("k", "==", 5)]])) == 2
@@ -334,7 +334,7 @@ def test_app_transaction_race_is_decided_at_commit(memory_store: kf.Store) -> No
     )
     assert ks(memory_store) == [0, 0, 0, 1, 1]
     assert not memory_store.exists(chunks[0].partitions[0].key), "skipped: files removed"
-    assert txlog.header_txn(md) == {"job": 5}
+    assert header_stamp.header_txn(md) == {"job": 5}
 
 
 @pytest.mark.parametrize(
