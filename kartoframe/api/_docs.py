@@ -11,17 +11,48 @@ from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_STORE = "store\n    Store URL, :class:`kartoframe.Store` or factory."
-_UUID = "dataset_uuid\n    The dataset."
-FRAGMENTS = {
-    "store": _STORE,
-    "dataset": f"{_UUID}\n{_STORE}",
-    "store_dataset": f"{_STORE}\n{_UUID}",
-    "factory": "factory\n    plateau's ``DatasetFactory`` (or any object with ``dataset_uuid``"
-    " and\n    ``store_factory``) instead of ``dataset_uuid`` and ``store``.",
-    "not_found": "DatasetNotFoundError\n    The dataset does not exist.",
-    "result": "dask.delayed.Delayed\n    Computes to a :class:`kartoframe.DatasetMetadataResult`.",
-}
+# "$name" starts a fragment; "$a $b" on a line alone defines name as fragments a then b
+_TEXT = """\
+$store
+store
+    Store URL, :class:`kartoframe.Store` or factory.
+$uuid
+dataset_uuid
+    The dataset.
+$dataset $uuid $store
+$store_dataset $store $uuid
+$factory
+factory
+    plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
+    ``store_factory``) instead of ``dataset_uuid`` and ``store``.
+$not_found
+DatasetNotFoundError
+    The dataset does not exist.
+$deleted
+list of str
+    The deleted keys (with ``dry_run``: the keys that would be deleted), sorted.
+$grace_hours
+grace_hours
+    Minimum age of a deleted file (default 1 hour). Shorter windows need ``force``.
+$result
+dask.delayed.Delayed
+    Computes to a :class:`kartoframe.DatasetMetadataResult`.
+"""
+
+
+def _fragments(text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    name = ""
+    for line in text.splitlines():
+        if line.startswith("$"):
+            name, *parts = line[1:].split(" $")
+            out[name] = [x for p in parts for x in out[p]]
+        else:
+            out[name].append(line)
+    return out
+
+
+FRAGMENTS = _fragments(_TEXT)
 
 
 def expand(doc: str | None) -> str | None:
@@ -33,7 +64,7 @@ def expand(doc: str | None) -> str | None:
         name = line.strip()
         if name.startswith("$") and name[1:] in FRAGMENTS:
             indent = line[: len(line) - len(line.lstrip())]
-            out += [indent + x for x in FRAGMENTS[name[1:]].split("\n")]
+            out += [indent + x for x in FRAGMENTS[name[1:]]]
         else:
             out.append(line)
     return "\n".join(out)

@@ -92,8 +92,7 @@ def cleanup_cube(
     dry_run
         Delete nothing; return exactly what the call would delete (the same
         computation).
-    grace_hours
-        Minimum age of a deleted file (default 1 hour). Shorter windows need ``force``.
+    $grace_hours
     force
         Allow ``grace_hours`` below 1 hour. **Unsafe** while any write to the cube runs:
         its files can be deleted before it commits. A warning is logged (logger
@@ -101,8 +100,7 @@ def cleanup_cube(
 
     Returns
     -------
-    list of str
-        The deleted keys (with ``dry_run``: the keys that would be deleted), sorted.
+    $deleted
 
     Raises
     ------

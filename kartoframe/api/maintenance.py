@@ -66,8 +66,7 @@ def garbage_collect_dataset(
     dry_run
         Delete nothing; return exactly what the call would delete (the same
         computation, for previews such as ``kartoframe STORE gc --dry-run``).
-    grace_hours
-        Minimum age of a deleted file (default 1 hour). Shorter windows need ``force``.
+    $grace_hours
     force
         Allow ``grace_hours`` below 1 hour. **Unsafe** while any write runs: a write's
         files (or a temp file being published) can be deleted before it commits, and
@@ -77,8 +76,7 @@ def garbage_collect_dataset(
 
     Returns
     -------
-    list of str
-        The deleted keys (with ``dry_run``: the keys that would be deleted), sorted.
+    $deleted
 
     Raises
     ------
