@@ -71,7 +71,6 @@ OVERSIZE: dict[str, str] = {
     "plan/cube_write.py": _SPLIT,
     "spark.py": _SPLIT,
     "format/check.py": "split in step 4 of this change",
-    "format/statistics.py": "split in step 4 of this change",
     "storage/commit.py": "split in step 4 of this change",
     "storage/store.py": "split in step 4 of this change",
 }

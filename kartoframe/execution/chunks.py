@@ -22,7 +22,7 @@ from kartoframe.format import naming
 from kartoframe.format.convert import frame_to_table, storage_table
 from kartoframe.format.index import index_value_pairs
 from kartoframe.format.schema import normalize_schema
-from kartoframe.format.statistics import (
+from kartoframe.format.statistics_compute import (
     SliceStatistics,
     assemble_statistics,
     slice_statistics,

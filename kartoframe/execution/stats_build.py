@@ -11,7 +11,8 @@ from kartoframe.errors import CorruptMetadataError
 from kartoframe.execution.kernel import read_task_table
 from kartoframe.execution.write import commit_write
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.statistics import compute_statistics, merge_statistics, with_files
+from kartoframe.format.statistics import merge_statistics
+from kartoframe.format.statistics_compute import compute_statistics, with_files
 from kartoframe.plan.scan import ReadTask, plan_scan
 from kartoframe.plan.stats_report import current_statistics
 from kartoframe.storage.resolve import bloom_columns_of, load_statistics

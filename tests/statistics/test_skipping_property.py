@@ -26,7 +26,7 @@ import kartoframe as kf
 from kartoframe.api.read import plan_read
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.schema import normalize_schema
-from kartoframe.format.statistics import compute_statistics, with_files
+from kartoframe.format.statistics_compute import compute_statistics, with_files
 from kartoframe.plan.predicates import bind
 from kartoframe.plan.skipping import skip_by_statistics
 

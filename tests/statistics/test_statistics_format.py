@@ -12,10 +12,11 @@ import pytest
 
 from kartoframe.errors import CorruptMetadataError, UnsafePathError
 from kartoframe.format import statistics as fs
+from kartoframe.format import statistics_compute as fc
 
 
 def _stats(*tables: pa.Table, blooms: tuple[str, ...] = ()) -> list[dict]:
-    return fs.compute_statistics(list(tables), bloom_filter_columns=blooms).to_pylist()
+    return fc.compute_statistics(list(tables), bloom_filter_columns=blooms).to_pylist()
 
 
 def test_min_max_nulls_of_every_type() -> None:
@@ -51,7 +52,7 @@ def test_min_max_nulls_of_every_type() -> None:
     assert (mn["cat"], mx["cat"]) == ("x", "y")
     assert nulls["n"] == 3 and "n" not in mn
     assert "lst" not in nulls  # nested columns carry no statistics
-    schema = fs.compute_statistics([t]).schema
+    schema = fc.compute_statistics([t]).schema
     assert schema.field("min").type.field("ts").type == berlin
     assert schema.field("min").type.field("i").type == pa.int64()  # normalised types
     assert schema.field("min").type.field("cat").type == pa.string()
@@ -147,7 +148,7 @@ def test_truncated_binary_bounds() -> None:
 )
 def test_bloom_filter_has_no_false_negatives(values: list, arrow_type: pa.DataType) -> None:
     t = pa.table({"c": pa.array(values, arrow_type)})
-    stats = fs.compute_statistics([t], bloom_filter_columns=["c"])
+    stats = fc.compute_statistics([t], bloom_filter_columns=["c"])
     bloom = stats.column("bloom").combine_chunks().field("c")
     present = fs.bloom_hashes(pa.array(values, arrow_type))
     hits = [fs.bloom_may_contain(bloom, present[i : i + 1])[0] for i in range(0, 2000, 7)]
@@ -173,7 +174,7 @@ def test_bloom_null_filter_means_unknown() -> None:
 
 def test_codec_round_trip_and_versions() -> None:
     t = pa.table({"x": [1, 2], "s": ["a", "b"]})
-    stats = fs.with_files(fs.compute_statistics([t]), ["l"], ["ds/table/l.parquet"], [10])
+    stats = fc.with_files(fc.compute_statistics([t]), ["l"], ["ds/table/l.parquet"], [10])
     data = fs.statistics_to_bytes(stats)
     back = fs.statistics_from_bytes(data)
     assert back is not None and back.to_pylist() == stats.to_pylist()
@@ -209,8 +210,8 @@ def test_statistics_ref_parsing() -> None:
 
 
 def test_conform_fills_unknown_and_casts() -> None:
-    old = fs.with_files(
-        fs.compute_statistics([pa.table({"x": pa.array([1, 5], pa.int32())})]), ["a"], ["k"], [1]
+    old = fc.with_files(
+        fc.compute_statistics([pa.table({"x": pa.array([1, 5], pa.int32())})]), ["a"], ["k"], [1]
     )
     schema = pa.schema([("p", pa.string()), ("x", pa.int64()), ("y", pa.string())])
     out = fs.conform_statistics(old, schema, ["p"])
@@ -226,7 +227,7 @@ def test_merge_keeps_only_listed_partitions_with_the_same_key() -> None:
 
     def rows(labels: list[str], keys: list[str], lo: int) -> pa.Table:
         tables = [pa.table({"x": [lo + i]}) for i in range(len(labels))]
-        return fs.with_files(fs.compute_statistics(tables), labels, keys, [1] * len(labels))
+        return fc.with_files(fc.compute_statistics(tables), labels, keys, [1] * len(labels))
 
     old = rows(["a", "b", "c"], ["ka", "kb", "kc"], 0)
     new = rows(["d", "b"], ["kd", "kb"], 10)
@@ -250,11 +251,11 @@ def test_narrow_types_give_the_statistics_of_their_widened_columns(arrow_type) -
     else:
         values = [[3, None, 1], [100, 7], [None]]
     narrow = [pa.table({"c": pa.array(v, arrow_type)}) for v in values]
-    wide_type = fs._base_type(arrow_type)
+    wide_type = fs.base_type(arrow_type)
     assert wide_type != arrow_type
     wide = [t.cast(pa.schema([("c", wide_type)])) for t in narrow]
-    got = fs.compute_statistics(narrow, bloom_filter_columns=["c"])
-    want = fs.compute_statistics(wide, bloom_filter_columns=["c"])
+    got = fc.compute_statistics(narrow, bloom_filter_columns=["c"])
+    want = fc.compute_statistics(wide, bloom_filter_columns=["c"])
     assert got.schema == want.schema
     assert got.to_pylist() == want.to_pylist()
 

@@ -1,0 +1,317 @@
+"""Computing per-file statistics from Arrow tables (pure): the write side of statistics.
+
+A write computes one slice of statistics per data file (:func:`slice_statistics`), decides
+on value lists over the whole chunk (:func:`value_list_candidates`,
+:func:`assemble_statistics`) and adds the file columns (:func:`with_files`);
+:func:`compute_statistics` does all of it for tables in memory. The layout of the side
+file, its codec and merging are :mod:`kartoframe.format.statistics`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kartoframe.format.statistics import (
+    GROUPS,
+    STRING_STATS_MAX_BYTES,
+    VALUE_LIST_MAX,
+    base_type,
+    bloom_hashes,
+    bloom_type_supported,
+    build_bloom,
+    has_stats,
+    minmax_type,
+    value_list_type,
+    widens_exactly,
+)
+
+__all__ = [
+    "ColumnStatistics",
+    "SliceStatistics",
+    "assemble_statistics",
+    "compute_statistics",
+    "slice_statistics",
+    "value_list_candidates",
+    "with_files",
+]
+
+
+# --------------------------------------------------------------------------- truncation
+def _truncate_min(value: Any, limit: int) -> Any:
+    """A prefix of at most ``limit`` bytes: still <= the value."""
+    if isinstance(value, str):
+        raw = value.encode("utf-8")
+        if len(raw) <= limit:
+            return value
+        return raw[:limit].decode("utf-8", errors="ignore")
+    if isinstance(value, bytes) and len(value) > limit:
+        return value[:limit]
+    return value
+
+
+def _truncate_max(value: Any, limit: int) -> Any:
+    """Return a value of at most ``limit`` bytes above every value with the same prefix.
+
+    None (unknown) if there is none.
+    """
+    if isinstance(value, str):
+        if len(value.encode("utf-8")) <= limit:
+            return value
+        prefix = value.encode("utf-8")[:limit].decode("utf-8", errors="ignore")
+        chars = list(prefix)
+        while chars:
+            cp = ord(chars[-1]) + 1
+            if 0xD800 <= cp <= 0xDFFF:
+                cp = 0xE000
+            if cp <= 0x10FFFF:
+                chars[-1] = chr(cp)
+                out = "".join(chars)
+                if len(out.encode("utf-8")) <= limit:
+                    return out
+            chars.pop()
+        return None
+    if isinstance(value, bytes):
+        if len(value) <= limit:
+            return value
+        raw = bytearray(value[:limit])
+        while raw:
+            if raw[-1] < 0xFF:
+                raw[-1] += 1
+                return bytes(raw)
+            raw.pop()
+        return None
+    return value
+
+
+# --------------------------------------------------------------------------- compute
+@dataclasses.dataclass(frozen=True, slots=True)
+class ColumnStatistics:
+    """One column of one slice, before the chunk decides on value lists.
+
+    ``distinct`` holds the slice's non-null distinct values when the column may keep a
+    value list and there are at most :data:`VALUE_LIST_MAX` of them (None otherwise);
+    ``values`` the same sorted, unless a string value is too long to be stored exactly.
+    """
+
+    arrow_type: pa.DataType
+    low: Any
+    high: Any
+    nulls: int
+    candidate: bool
+    distinct: pa.Array | None
+    values: list[Any] | None
+    bloom: bytes | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SliceStatistics:
+    """Statistics of one slice (one file); see :func:`slice_statistics`."""
+
+    rows: int
+    columns: dict[str, ColumnStatistics]
+
+
+def _column_stats(
+    col: pa.ChunkedArray, t: pa.DataType, candidate: bool, want_bloom: bool
+) -> ColumnStatistics:
+    nulls = col.null_count
+    if pa.types.is_floating(t):
+        nulls += int(pc.sum(pc.is_nan(col)).as_py() or 0)
+    distinct: pa.Array | None = None
+    values: list[Any] | None = None
+    bloom: bytes | None = None
+    if candidate or want_bloom:
+        uniq = _distinct(col, t)
+        if want_bloom:
+            bloom = build_bloom(bloom_hashes(uniq))
+        if candidate and len(uniq) <= VALUE_LIST_MAX:
+            distinct = uniq
+            too_long = (pa.types.is_string(t) or pa.types.is_binary(t)) and len(uniq) > 0
+            if too_long:
+                too_long = (pc.max(pc.binary_length(uniq)).as_py() or 0) > STRING_STATS_MAX_BYTES
+            if not too_long:
+                values = uniq.take(pc.sort_indices(uniq)).to_pylist()
+    lo = hi = None
+    if values is not None:
+        # the sorted distinct values hold min and max (value lists exist for integers,
+        # strings, binaries and dates: no NaN); a second pass over the column is saved
+        if values:
+            lo, hi = values[0], values[-1]
+    elif minmax_type(t) and nulls < len(col):
+        mm = pc.min_max(col)
+        lo_s, hi_s = mm["min"], mm["max"]
+        if lo_s.type != t:  # computed on the narrower stored type (see widens_exactly)
+            lo_s, hi_s = lo_s.cast(t), hi_s.cast(t)
+        lo, hi = lo_s.as_py(), hi_s.as_py()
+        if isinstance(lo, float) and math.isnan(lo):
+            lo = hi = None
+        if pa.types.is_string(t) or pa.types.is_binary(t):
+            lo = _truncate_min(lo, STRING_STATS_MAX_BYTES)
+            hi = _truncate_max(hi, STRING_STATS_MAX_BYTES)
+    return ColumnStatistics(t, lo, hi, nulls, candidate, distinct, values, bloom)
+
+
+def _distinct(col: pa.ChunkedArray | pa.Array, t: pa.DataType) -> pa.Array:
+    uniq = pc.unique(col).drop_null()
+    return uniq.cast(t) if uniq.type != t else uniq
+
+
+def _stat_columns(schema: pa.Schema) -> list[tuple[str, pa.DataType, pa.DataType]]:
+    """(name, stored type, statistics type) of the columns that get statistics."""
+    out = []
+    for name in schema.names:
+        raw_type = schema.field(name).type
+        t = base_type(raw_type)
+        if has_stats(t) and not name.startswith("__index_level_"):
+            out.append((name, raw_type, t))
+    return out
+
+
+def _as_stat_type(col: pa.ChunkedArray, raw_type: pa.DataType, t: pa.DataType) -> pa.ChunkedArray:
+    """``col`` cast to its statistics type, unless that widening is exact (see
+    :func:`widens_exactly`: statistics of narrow columns are cast, not the columns).
+    """
+    if raw_type != t and not widens_exactly(raw_type, t):
+        return col.cast(t)
+    return col
+
+
+def value_list_candidates(table: pa.Table) -> frozenset[str]:
+    """Columns of a chunk that may keep value lists.
+
+    Those of a value-list type whose first rows, and an evenly spread sample of rows
+    (for input sorted by the column), hold at most :data:`VALUE_LIST_MAX` distinct
+    values: a cheap test that only ever rules columns out; the per-slice distinct
+    values decide (:func:`assemble_statistics`).
+    """
+
+    def many(sample: pa.ChunkedArray, raw_type: pa.DataType, t: pa.DataType) -> bool:
+        sample = _as_stat_type(sample, raw_type, t)  # e.g. categoricals: count their values
+        return bool(pc.count_distinct(sample).as_py() > VALUE_LIST_MAX)
+
+    out = set()
+    for name, raw_type, t in _stat_columns(table.schema):
+        if not value_list_type(t):
+            continue
+        col = table.column(name)
+        if len(col) > 4 * _SAMPLE_ROWS:
+            if many(col.slice(0, _SAMPLE_ROWS), raw_type, t):
+                continue
+            step = len(col) // _SAMPLE_ROWS
+            rows = pa.array(np.arange(0, step * _SAMPLE_ROWS, step, dtype=np.int64))
+            if many(col.take(rows), raw_type, t):
+                continue
+        out.add(name)
+    return frozenset(out)
+
+
+_SAMPLE_ROWS = 4096
+
+
+def slice_statistics(
+    table: pa.Table,
+    *,
+    value_list_columns: Iterable[str] = (),
+    bloom_filter_columns: Iterable[str] = (),
+) -> SliceStatistics:
+    """Statistics of one slice as written (partition columns removed).
+
+    Runs on the slice alone, so a writer can compute it right after gathering the
+    slice's rows; :func:`assemble_statistics` combines the slices of a chunk.
+    """
+    candidates = set(value_list_columns)
+    blooms = set(bloom_filter_columns)
+    columns = {}
+    for name, raw_type, t in _stat_columns(table.schema):
+        col = _as_stat_type(table.column(name), raw_type, t)
+        want_bloom = name in blooms and bloom_type_supported(t)
+        columns[name] = _column_stats(col, t, name in candidates, want_bloom)
+    return SliceStatistics(table.num_rows, columns)
+
+
+def assemble_statistics(slices: Sequence[SliceStatistics]) -> pa.Table:
+    """The statistics table of a chunk's slices (one row per slice, same order).
+
+    A column keeps value lists only if every slice has at most
+    :data:`VALUE_LIST_MAX` distinct values and so does the whole chunk.
+    """
+    if not slices:
+        return pa.table({"rows": pa.array([], type=pa.int64())})
+    groups: dict[str, dict[str, pa.Array]] = {g: {} for g in GROUPS}
+    for name, first in slices[0].columns.items():
+        t = first.arrow_type
+        cols = [s.columns[name] for s in slices]
+        keep = first.candidate and all(c.distinct is not None for c in cols)
+        if keep:
+            union = pa.chunked_array([c.distinct for c in cols], type=t)
+            keep = len(pc.unique(union)) <= VALUE_LIST_MAX
+        groups["null_count"][name] = pa.array([c.nulls for c in cols], type=pa.int64())
+        if minmax_type(t):
+            groups["min"][name] = pa.array([c.low for c in cols], type=t)
+            groups["max"][name] = pa.array([c.high for c in cols], type=t)
+        if value_list_type(t):
+            lists = [c.values if keep else None for c in cols]
+            groups["value_list"][name] = pa.array(lists, type=pa.list_(t))
+        if first.bloom is not None:
+            groups["bloom"][name] = pa.array([c.bloom for c in cols], type=pa.binary())
+    out: dict[str, pa.Array] = {"rows": pa.array([s.rows for s in slices], type=pa.int64())}
+    for g in GROUPS:
+        if groups[g]:
+            out[g] = pa.StructArray.from_arrays(list(groups[g].values()), list(groups[g]))
+    return pa.table(out)
+
+
+def compute_statistics(
+    tables: Sequence[pa.Table],
+    *,
+    bloom_filter_columns: Iterable[str] = (),
+) -> pa.Table:
+    """Statistics of each table (one row per table, same order; no file columns yet).
+
+    Parameters
+    ----------
+    tables
+        Slices of one written chunk, as written (same schema). Partition columns must
+        already be removed.
+    bloom_filter_columns
+        Columns to build bloom filters for (ignored where the type does not qualify).
+
+    Returns
+    -------
+    pyarrow.Table
+        Columns ``rows``, ``min``, ``max``, ``null_count``, ``value_list``, ``bloom``
+        (groups without fields are left out).
+    """
+    if not tables:
+        return pa.table({"rows": pa.array([], type=pa.int64())})
+    candidates = value_list_candidates(pa.concat_tables(tables))
+    blooms = list(bloom_filter_columns)
+    return assemble_statistics(
+        [
+            slice_statistics(t, value_list_columns=candidates, bloom_filter_columns=blooms)
+            for t in tables
+        ]
+    )
+
+
+def with_files(
+    stats: pa.Table, labels: Sequence[str], keys: Sequence[str], sizes: Sequence[int | None]
+) -> pa.Table:
+    """Prepend the ``label``, ``key`` and ``bytes`` columns to computed statistics."""
+    out = {
+        "label": pa.array(list(labels), type=pa.string()),
+        "key": pa.array(list(keys), type=pa.string()),
+        "rows": stats.column("rows"),
+        "bytes": pa.array(list(sizes), type=pa.int64()),
+    }
+    for g in GROUPS:
+        if g in stats.column_names:
+            out[g] = stats.column(g)
+    return pa.table(out)
