@@ -11,32 +11,56 @@ from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# "$name" starts a fragment; "$a $b" on a line alone defines name as fragments a then b
+# "== name" starts fragment ``name``; a line "$other" in it inserts fragment ``other``
 _TEXT = """\
-$store
+== store
 store
     Store URL, :class:`kartoframe.Store` or factory.
-$uuid
+== uuid
 dataset_uuid
     The dataset.
-$dataset $uuid $store
-$store_dataset $store $uuid
-$factory
+== dataset
+$uuid
+$store
+== store_dataset
+$store
+$uuid
+== factory
 factory
     plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
     ``store_factory``) instead of ``dataset_uuid`` and ``store``.
-$not_found
+== not_found
 DatasetNotFoundError
     The dataset does not exist.
-$deleted
-list of str
-    The deleted keys (with ``dry_run``: the keys that would be deleted), sorted.
-$grace_hours
+== grace_hours
 grace_hours
     Minimum age of a deleted file (default 1 hour). Shorter windows need ``force``.
-$result
+== params_dataset
+Parameters
+----------
+$dataset
+== params_store_dataset
+Parameters
+----------
+$store_dataset
+== returns_deleted
+Returns
+-------
+list of str
+    The deleted keys (with ``dry_run``: the keys that would be deleted), sorted.
+== returns_delayed
+Returns
+-------
 dask.delayed.Delayed
     Computes to a :class:`kartoframe.DatasetMetadataResult`.
+== raises_not_found
+Raises
+------
+$not_found
+== examples
+Examples
+--------
+>>> import pandas as pd, kartoframe as kf
 """
 
 
@@ -44,9 +68,11 @@ def _fragments(text: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     name = ""
     for line in text.splitlines():
-        if line.startswith("$"):
-            name, *parts = line[1:].split(" $")
-            out[name] = [x for p in parts for x in out[p]]
+        if line.startswith("== "):
+            name = line[3:]
+            out[name] = []
+        elif line.startswith("$"):
+            out[name] += out[line[1:]]
         else:
             out[name].append(line)
     return out

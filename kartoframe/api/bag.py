@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kartoframe.api._args import StoreInput, dataset_args, str_list
+from kartoframe.api._docs import fill
 from kartoframe.api.delayed import read_dataset_as_delayed, store_delayed_as_dataset
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
@@ -34,6 +35,7 @@ def _partition_size(partition_size: object) -> int | None:
     return check_positive_int(partition_size, "partition_size")
 
 
+@fill
 def read_dataset_as_dataframe_bag(
     dataset_uuid: str | None = None,
     store: StoreInput | None = None,
@@ -51,9 +53,7 @@ def read_dataset_as_dataframe_bag(
     Parameters are those of :func:`kartoframe.read_dataset_as_delayed`; ``partition_size``
     groups that many DataFrames into one bag partition.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> df = pd.DataFrame({"p": [1, 2], "x": [3, 4]})
     >>> _ = kf.store_dataframes_as_dataset("memory://bag-ex", "ds", [df], partition_on=["p"])
     >>> bag = kf.read_dataset_as_dataframe_bag("ds", "memory://bag-ex")
@@ -67,6 +67,7 @@ def read_dataset_as_dataframe_bag(
     return bag_of(read_dataset_as_delayed(**options), size)
 
 
+@fill
 def store_bag_as_dataset(
     bag: Any,
     store: StoreInput,
@@ -87,10 +88,7 @@ def store_bag_as_dataset(
     Items may be DataFrames, ``None`` or ``{"data": df}`` dicts (as in plateau). Parameters
     as in :func:`kartoframe.store_delayed_as_dataset`.
 
-    Returns
-    -------
-    dask.delayed.Delayed
-        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+    $returns_delayed
     """
     options = {k: v for k, v in locals().items() if k != "bag"}
     from dask import bag as db
@@ -100,6 +98,7 @@ def store_bag_as_dataset(
     return store_delayed_as_dataset(list(bag.to_delayed()), **options)  # type: ignore[no-untyped-call]
 
 
+@fill
 def build_dataset_indices__bag(
     store: StoreInput | None,
     dataset_uuid: str | None,
@@ -121,10 +120,7 @@ def build_dataset_indices__bag(
     partition_size
         Accepted for plateau compatibility (files per task is always one).
 
-    Returns
-    -------
-    dask.delayed.Delayed
-        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+    $returns_delayed
     """
     from kartoframe.execution.graph_delayed import index_graph
 

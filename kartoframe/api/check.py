@@ -49,9 +49,7 @@ def check_dataset(
 
     Nothing is changed in the store.
 
-    Parameters
-    ----------
-    $dataset
+    $params_dataset
     deep
         Also decode every data page of every data file and compare the values of each
         secondary-indexed column with the index (reads all data: slower).
@@ -70,9 +68,7 @@ def check_dataset(
     DatasetNotFoundError
         The dataset has no header.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> url = "memory://check-example"
     >>> df = pd.DataFrame({"p": [1, 2], "v": [1.0, 2.0]})
     >>> _ = kf.store_dataframes_as_dataset(url, "ds", [df], partition_on=["p"])

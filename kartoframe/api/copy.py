@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store
+from kartoframe.api._docs import fill
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import DatasetExistsError, InvalidInputError
 from kartoframe.format import naming
@@ -14,6 +15,7 @@ from kartoframe.storage.resolve import load_dataset, read_header
 __all__ = ["copy_dataset"]
 
 
+@fill
 def copy_dataset(
     source_dataset_uuid: str,
     store: StoreInput,
@@ -72,9 +74,7 @@ def copy_dataset(
     renamed copy drops them (rebuild them on the copy), a copy under the same name keeps
     them.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> _ = kf.store_dataframes_as_dataset(store="memory://copy-src", dataset_uuid="sales",
     ...     dfs=[pd.DataFrame({"country": ["DE", "FR"], "units": [1, 2]})],
     ...     partition_on=["country"])

@@ -7,10 +7,7 @@ from collections.abc import Iterable, Mapping
 from kartoframe.api._args import StoreInput, ensure_store, maintenance_flags
 from kartoframe.api._docs import fill
 from kartoframe.api.cube import load_cube_datasets
-from kartoframe.errors import (
-    DatasetNotFoundError,
-    InvalidTypeError,
-)
+from kartoframe.errors import DatasetNotFoundError, InvalidTypeError
 from kartoframe.format.cube import Cube, str_tuple
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.plan.cube_copy import plan_cube_copy
@@ -98,9 +95,7 @@ def cleanup_cube(
         its files can be deleted before it commits. A warning is logged (logger
         ``kartoframe.maintenance``).
 
-    Returns
-    -------
-    $deleted
+    $returns_deleted
 
     Raises
     ------

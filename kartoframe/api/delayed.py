@@ -153,9 +153,7 @@ def store_delayed_as_dataset(
     metadata_merger
         Accepted for plateau compatibility (a new dataset has no metadata to merge).
 
-    Returns
-    -------
-    $result
+    $returns_delayed
 
     Raises
     ------
@@ -221,9 +219,7 @@ def update_dataset_from_delayed(
     Parameters as in :func:`kartoframe.update_dataset_from_ddf`; ``metadata_merger`` is
     accepted for plateau compatibility (metadata is merged key by key).
 
-    Returns
-    -------
-    $result
+    $returns_delayed
     """
     del metadata_merger
     parts = _tasks(delayed_tasks)

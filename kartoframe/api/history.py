@@ -19,9 +19,7 @@ def dataset_history(
 ) -> list[CommitRecord]:
     """The commits of a dataset, newest first.
 
-    Parameters
-    ----------
-    $dataset
+    $params_dataset
     limit
         Return at most this many (the newest) records.
 
@@ -33,13 +31,9 @@ def dataset_history(
         starts with the first kartoframe commit (an ``EXTERNAL`` record of the state it
         found, then the commit itself).
 
-    Raises
-    ------
-    $not_found
+    $raises_not_found
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> df = pd.DataFrame({"p": [1, 2], "v": [1.0, 2.0]})
     >>> _ = kf.store_dataframes_as_dataset("memory://history-example", "ds", [df],
     ...                                   partition_on=["p"])
@@ -93,9 +87,7 @@ def vacuum_dataset(
     Safe to run at any time with the defaults, also while writes run: the retention
     window is also the grace window, so no file younger than it is deleted.
 
-    Parameters
-    ----------
-    $dataset
+    $params_dataset
     retention_hours
         The window (default 168 hours = 7 days, as Delta Lake). Versions older than it
         can no longer be read with ``version=`` / ``as_of=``.
@@ -121,9 +113,7 @@ def vacuum_dataset(
     CorruptMetadataError
         The header or the log is corrupt (nothing is deleted).
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> url = "memory://vacuum-example"
     >>> df = pd.DataFrame({"p": [1, 2], "v": [1.0, 2.0]})
     >>> _ = kf.store_dataframes_as_dataset(url, "ds", [df], partition_on=["p"])

@@ -58,9 +58,7 @@ def garbage_collect_dataset(
     ``<uuid>/`` (see :func:`kartoframe.storage.garbage.leftover_keys`), log included —
     again only files older than the grace window (a create in progress has no header yet).
 
-    Parameters
-    ----------
-    $dataset
+    $params_dataset
     retention_hours
         Keep what versions current during this many past hours need (default 168).
     dry_run
@@ -74,9 +72,7 @@ def garbage_collect_dataset(
         (logger ``kartoframe.maintenance``).
     $factory
 
-    Returns
-    -------
-    $deleted
+    $returns_deleted
 
     Raises
     ------
@@ -135,9 +131,7 @@ def build_dataset_indices(
 ) -> DatasetMetadataResult:
     """Build (or rebuild) secondary indices by scanning the needed columns.
 
-    Parameters
-    ----------
-    $store_dataset
+    $params_store_dataset
     columns
         Columns to index (not partition keys).
     progress

@@ -23,21 +23,15 @@ def read_dataset_schema(dataset_uuid: str, store: StoreInput) -> pa.Schema:
     ``timestamp[us, tz]``...), with pandas metadata restoring the written dtypes. It exists
     from :func:`~kartoframe.create_empty_dataset_header` on, before any data is written.
 
-    Parameters
-    ----------
-    $dataset
+    $params_dataset
 
     Returns
     -------
     pyarrow.Schema
 
-    Raises
-    ------
-    $not_found
+    $raises_not_found
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> _ = kf.store_dataframes_as_dataset(store="memory://schema-example",
     ...     dataset_uuid="sales", partition_on=["day"],
     ...     dfs=[pd.DataFrame({"day": pd.to_datetime(["2024-01-01"]).date, "units": [1]})])
@@ -57,22 +51,16 @@ def schema_history(dataset_uuid: str, store: StoreInput) -> list[SchemaEvent]:
     record when it rewrites a header; the next kartoframe commit then starts a new
     history with an ``adopt`` event.
 
-    Parameters
-    ----------
-    $dataset
+    $params_dataset
 
     Returns
     -------
     list of SchemaEvent
         Empty for a dataset kartoframe never committed to.
 
-    Raises
-    ------
-    $not_found
+    $raises_not_found
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> url = "memory://history-example"
     >>> _ = kf.store_dataframes_as_dataset(store=url, dataset_uuid="sales",
     ...     dfs=[pd.DataFrame({"units": [1]})])

@@ -30,9 +30,7 @@ def dataset_statistics(
 
     Reads the header and the statistics file; no data file is opened.
 
-    Parameters
-    ----------
-    $dataset
+    $params_dataset
     columns
         Columns to report (default: all, partition keys first).
 
@@ -44,15 +42,11 @@ def dataset_statistics(
         columns report their value. Files without statistics (written by plateau, say)
         have missing values; strings longer than 64 bytes show truncated bounds.
 
-    Raises
-    ------
-    $not_found
+    $raises_not_found
     ColumnNotFoundError
         A requested column is not in the dataset.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> df = pd.DataFrame({"country": ["DE", "DE", "FR"], "units": [1, 5, 2]})
     >>> _ = kf.store_dataframes_as_dataset(store="memory://dstats-example",
     ...     dataset_uuid="sales", dfs=[df], partition_on=["country"])
@@ -83,9 +77,7 @@ def build_dataset_statistics(
     when it rewrites a header) and changes the bloom-filter configuration. Each data file
     without statistics is read once (columns outside the partition keys).
 
-    Parameters
-    ----------
-    $store_dataset
+    $params_store_dataset
     rebuild
         Recompute the statistics of every file, not only of those lacking them.
     bloom_filter_columns
@@ -107,9 +99,7 @@ def build_dataset_statistics(
     CommitConflictError
         The dataset changed while the statistics were built.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> df = pd.DataFrame({"user": ["u1", "u2", "u3"], "units": [1, 5, 2]})
     >>> _ = kf.store_dataframes_as_dataset(store="memory://build-stats-example",
     ...     dataset_uuid="events", dfs=[df])

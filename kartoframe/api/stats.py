@@ -34,9 +34,7 @@ def hash_dataset(
     ignored), so it does not depend on row order. Equal data gives equal hashes; hashes are
     not guaranteed to stay the same across kartoframe or pandas versions.
 
-    Parameters
-    ----------
-    $store_dataset
+    $params_store_dataset
     subset
         Columns to hash (default: all columns).
     group_key
@@ -54,9 +52,7 @@ def hash_dataset(
     dask.dataframe.Series
         ``uint64``; one value per data file (``group_key=None``) or per group.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> df = pd.DataFrame({"country": ["DE", "FR", "DE"], "units": [1, 2, 3]})
     >>> _ = kf.store_dataframes_as_dataset(store="memory://hash-example",
     ...     dataset_uuid="sales", dfs=[df], partition_on=["country"])
@@ -103,9 +99,7 @@ def collect_dataset_metadata(
 ) -> Any:
     """Parquet footer statistics of a dataset's files, one row per file and row group.
 
-    Parameters
-    ----------
-    $store_dataset
+    $params_store_dataset
     predicates
         Restrict to the files that may hold matching rows. Only partition keys and
         secondary indices prune here (footers are read, not data), so the result
@@ -124,9 +118,7 @@ def collect_dataset_metadata(
         ``row_group_uncompressed_size``, ``number_rows_total``, ``number_row_groups``,
         ``serialized_size``, ``number_rows_per_row_group``.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> df = pd.DataFrame({"country": ["DE", "FR", "DE"], "units": [1, 2, 3]})
     >>> _ = kf.store_dataframes_as_dataset(store="memory://stats-example",
     ...     dataset_uuid="sales", dfs=[df], partition_on=["country"])
