@@ -22,11 +22,11 @@ from kartoframe.format.check import (
     index_findings,
     index_pairs,
     index_value_findings,
-    log_findings,
     sort_findings,
     statistics_findings,
     value_set,
 )
+from kartoframe.format.check_log import log_findings
 from kartoframe.format.cube import SEPARATOR, dataset_ids_from_listing
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.index import index_from_bytes, index_from_embedded
