@@ -132,10 +132,7 @@ class KartoAccessor:
         """Build a new cube with this frame as its seed."""
         return self._cube("to_cube", self._obj, cube, store, None, **options)
 
-    @_forwards("cube_write", "build_cube")
-    def build_cube(self, cube: Any, store: StoreInput, **options: Any) -> Any:
-        """Build a new cube with this frame as its seed."""
-        return self._cube("to_cube", self._obj, cube, store, None, **options)
+    build_cube = to_cube
 
     @_forwards("cube_write", "extend_cube")
     def extend_cube(self, cube: Any, store: StoreInput, dataset_id: str, **options: Any) -> Any:
@@ -204,12 +201,7 @@ class DaskKartoAccessor(KartoAccessor):
         """Build a new cube, this frame as seed."""
         return self._cube("to_cube", self._obj, cube, store, compute, **options)
 
-    @_forwards("cube_dask", "build_cube_from_dataframe")
-    def build_cube(  # type: ignore[override]
-        self, cube: Any, store: StoreInput, *, compute: bool = True, **options: Any
-    ) -> Any:
-        """Build a new cube, this frame as seed."""
-        return self._cube("to_cube", self._obj, cube, store, compute, **options)
+    build_cube = to_cube
 
     @_forwards("cube_dask", "extend_cube_from_dataframe")
     def extend_cube(  # type: ignore[override]

@@ -11,15 +11,9 @@ from kartoframe.errors import DatasetNotFoundError, InvalidTypeError
 from kartoframe.format.cube import Cube, str_tuple
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.plan.cube_copy import plan_cube_copy
-from kartoframe.storage.dataset_copy import (
-    assert_stores_differ,
-    copied_keys,
-    copy_files,
-    renamed_header,
-)
+from kartoframe.storage.dataset_copy import assert_stores_differ, copy_renamed
 from kartoframe.storage.footer_stats import footer_sizes
 from kartoframe.storage.garbage import delete_loaded, prefix_garbage
-from kartoframe.storage.lifecycle import commit
 from kartoframe.storage.retention import GRACE_HOURS, check_grace
 from kartoframe.storage.store import Store
 
@@ -174,15 +168,5 @@ def copy_cube(
         overwrite=overwrite,
     )
     for ds_id, new_uuid in plan.items():
-        loaded = source[ds_id]
-        copy_files(
-            src,
-            tgt,
-            copied_keys(loaded, new_uuid, schema_file=True),
-            loaded.uuid,
-            new_uuid,
-            strict=False,
-        )
-        header = renamed_header(loaded.metadata, new_uuid, strict=False)
-        commit(tgt, header, base_header=None, expect_absent=not overwrite)
+        copy_renamed(src, tgt, source[ds_id], new_uuid, overwrite=overwrite)
     return plan

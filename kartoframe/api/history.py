@@ -6,8 +6,8 @@ from kartoframe.api._args import StoreInput, check_uuid, ensure_store, maintenan
 from kartoframe.api._docs import fill
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError
 from kartoframe.format.history import CommitRecord, commit_record
-from kartoframe.storage import log
 from kartoframe.storage.garbage import vacuum
+from kartoframe.storage.log_history import history_entries
 from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, check_retention
 
 __all__ = ["CommitRecord", "dataset_history", "vacuum_dataset"]
@@ -47,20 +47,10 @@ def dataset_history(
     uuid = check_uuid(dataset_uuid)
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise InvalidInputError(f"limit must be a positive integer or None, got {limit!r}.")
-    if log.current_state(st, uuid) is None:
+    found = history_entries(st, uuid, limit)
+    if found is None:
         raise DatasetNotFoundError(uuid, st.display_url)
-    versions, _ = log.list_log(st, uuid)
-    wanted = versions[-limit:] if limit is not None else versions
-    extra = [v + 1 for v in wanted if v + 1 in set(versions) and v + 1 not in set(wanted)]
-    entries = log.read_entries(st, uuid, [*wanted, *extra])
-    out = []
-    for v in reversed(wanted):
-        entry = entries.get(v)
-        if entry is None:
-            continue
-        following = entries.get(v + 1)
-        out.append(commit_record(entry, following is not None and following.reverts == v))
-    return out
+    return [commit_record(entry, reverted) for entry, reverted in found]
 
 
 @fill

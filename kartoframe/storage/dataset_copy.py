@@ -14,10 +14,18 @@ from kartoframe.errors import CorruptMetadataError, InvalidInputError
 from kartoframe.format import naming
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, kartoframe_section, with_kartoframe_section
+from kartoframe.storage.lifecycle import commit
 from kartoframe.storage.resolve import statistics_ref
 from kartoframe.storage.store import Store
 
-__all__ = ["assert_stores_differ", "copied_keys", "copy_files", "rekey", "renamed_header"]
+__all__ = [
+    "assert_stores_differ",
+    "copied_keys",
+    "copy_renamed",
+    "copy_files",
+    "rekey",
+    "renamed_header",
+]
 
 
 def rekey(key: str, old: str, new: str, *, strict: bool = True) -> str:
@@ -96,3 +104,15 @@ def assert_stores_differ(src: Store, tgt: Store, prefix: str) -> None:
             raise InvalidInputError("Stores are identical but should not be.")
     finally:
         tgt.delete(key)
+
+
+def copy_renamed(
+    src: Store, tgt: Store, loaded: LoadedDataset, new: str, *, overwrite: bool
+) -> None:
+    """Copy a cube dataset's files (``_common_metadata`` included) to ``new`` in ``tgt``,
+    then publish its renamed header (create; ``overwrite``: or replace).
+    """
+    keys = copied_keys(loaded, new, schema_file=True)
+    copy_files(src, tgt, keys, loaded.uuid, new, strict=False)
+    header = renamed_header(loaded.metadata, new, strict=False)
+    commit(tgt, header, base_header=None, expect_absent=not overwrite)
