@@ -1,8 +1,10 @@
-"""Argument resolution shared by the writes (eager, iterator, dask, delayed/bag, Spark).
+"""Argument checks shared by the dataset writes (eager, iterator, dask, delayed/bag, Spark).
 
-A new dataset's arguments are checked in one order by every writer; an update takes the
-partition keys and the table of the dataset it updates (they must match what was asked
-for) and maintains every existing secondary index.
+A new dataset's arguments are checked in one order by every writer
+(:func:`new_dataset_args`); an update's become a
+:class:`~kartoframe.plan.write_request.WriteRequest` (:func:`update_request`) that
+:func:`~kartoframe.plan.write_request.resolve_write` resolves against the dataset: its
+partition keys and table (they must match what was asked for) and every existing index.
 """
 
 from __future__ import annotations
@@ -18,13 +20,20 @@ from kartoframe.api._args import (
     ensure_store,
     str_list,
 )
-from kartoframe.errors import InvalidInputError
 from kartoframe.format import naming
-from kartoframe.format.commit_args import check_app_transaction
+from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions, check_app_transaction
 from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.schema import SchemaEvolution
+from kartoframe.plan.write_request import WriteRequest, resolve_write
 from kartoframe.storage.store import Store
 
-__all__ = ["NewDatasetArgs", "new_dataset_args", "update_indices", "update_layout"]
+__all__ = [
+    "NewDatasetArgs",
+    "new_dataset_args",
+    "update_indices",
+    "update_layout",
+    "update_request",
+]
 
 
 class NewDatasetArgs(NamedTuple):
@@ -67,30 +76,37 @@ def new_dataset_args(
     return NewDatasetArgs(uuid, st, fmt, pon, sidx)
 
 
+def update_request(
+    uuid: str,
+    partition_on: object,
+    secondary_indices: object,
+    table_name: str,
+    storage_format: naming.MetadataFormat = "json",
+    *,
+    schema_evolution: SchemaEvolution = "none",
+    commit: CommitOptions = NO_COMMIT_OPTIONS,
+) -> WriteRequest:
+    """The request of an update (``partition_on`` None: the dataset's keys)."""
+    pon = str_list(partition_on, "partition_on") if partition_on is not None else None
+    sidx = str_list(secondary_indices, "secondary_indices")
+    return WriteRequest(
+        uuid,
+        "update",
+        tuple(pon) if pon is not None else None,
+        tuple(sidx),
+        table_name,
+        storage_format,
+        schema_evolution=schema_evolution,
+        commit=commit,
+    )
+
+
 def update_layout(
     base: LoadedDataset | None, uuid: str, partition_on: object, table_name: str
 ) -> tuple[list[str], str]:
-    """The partition keys and table name an update writes with.
-
-    For an existing dataset (``base``) they are the dataset's: a ``partition_on`` other than
-    its keys, or a ``table_name`` other than ``"table"`` and its table, is refused. For a
-    new dataset they are the arguments (no ``partition_on``: no partition keys).
-    """
-    pon = str_list(partition_on, "partition_on") if partition_on is not None else None
-    if base is not None:
-        md = base.metadata
-        if pon is not None and tuple(pon) != md.partition_keys:
-            raise InvalidInputError(
-                f"Incompatible set of partition keys encountered: dataset {uuid!r} is "
-                f"partitioned on {list(md.partition_keys)}, got {pon}."
-            )
-        pon = list(md.partition_keys)
-        if table_name != "table" and table_name != md.table_name:
-            raise InvalidInputError(
-                f"table_name {table_name!r} differs from the dataset's table {md.table_name!r}."
-            )
-        table_name = md.table_name
-    return pon or [], table_name
+    """The partition keys and table name an update writes with (see :func:`resolve_write`)."""
+    target = resolve_write(update_request(uuid, partition_on, (), table_name), base)
+    return target.partition_on, target.table_name
 
 
 def update_indices(
@@ -99,6 +115,6 @@ def update_indices(
     """The requested secondary indices, and every index the update maintains (sorted):
     the requested ones and the dataset's (its partition keys excluded).
     """
-    sidx = str_list(secondary_indices, "secondary_indices")
-    existing = base.metadata.index_columns - set(partition_on) if base is not None else set()
-    return sidx, sorted(set(sidx) | existing)
+    uuid = base.uuid if base is not None else "new"
+    target = resolve_write(update_request(uuid, None, secondary_indices, "table"), base)
+    return target.secondary_indices, target.index_columns

@@ -16,6 +16,7 @@ from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.cube_write import commit_all, write_plan_files
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.commit_args import (
+    CommitOptions,
     check_app_transaction,
     check_commit_info,
 )
@@ -309,7 +310,8 @@ def _done(
     ordered = sorted(ids)
     uuids = [cube.ktk_dataset_uuid(i) for i in ordered]
     with ThreadPoolExecutor(max_workers=min(8, len(ordered))) as pool:
-        flags = list(pool.map(lambda u: _already_committed(st, u, app_id, app_version), uuids))
+        commit = CommitOptions(app_id, app_version)
+        flags = list(pool.map(lambda u: _already_committed(st, u, commit), uuids))
     return frozenset(i for i, f in zip(ordered, flags) if f)
 
 

@@ -17,7 +17,7 @@ from kartoframe.api._args import (
     ensure_store,
     str_list,
 )
-from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
+from kartoframe.api._write_args import new_dataset_args, update_request
 from kartoframe.api.compat import resolve_factory, table_name_arg
 from kartoframe.api.write import (
     DatasetMetadataResult,
@@ -27,16 +27,16 @@ from kartoframe.api.write import (
     delete_scope_labels,
 )
 from kartoframe.errors import (
-    DatasetExistsError,
     EmptyInputError,
     InvalidInputError,
     InvalidTypeError,
 )
 from kartoframe.execution.write import DataSerializer
 from kartoframe.format import naming
-from kartoframe.format.commit_args import check_app_transaction
+from kartoframe.format.commit_args import CommitOptions, check_app_transaction
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import SchemaEvolution
+from kartoframe.plan.write_request import ResolvedWrite, WriteRequest, resolve_write
 from kartoframe.storage.resolve import (
     dataset_exists,
     load_dataset,
@@ -214,8 +214,6 @@ def store_dataset_from_ddf(
     2
     """
     from kartoframe.execution import dask_engine as de
-    from kartoframe.execution import dask_write as dw
-    from kartoframe.execution.dask_write import writer_and_committer
 
     de.dask_modules()
     _check_ddf(ddf, allow_none=False)
@@ -233,39 +231,84 @@ def store_dataset_from_ddf(
     )
     if not isinstance(overwrite, bool):
         raise InvalidTypeError("overwrite must be a bool.")
-    evolution = _evolution_arg(schema_evolution)
-    if dataset_exists(st, uuid) and not overwrite:
-        raise DatasetExistsError(uuid)
-    prepared, drop = _prepare_ddf(
-        ddf,
-        partition_on=pon,
-        secondary_indices=sidx,
-        shuffle=shuffle,
-        num_buckets=num_buckets,
-        bucket_by=str_list(bucket_by, "bucket_by"),
-        repartition_ratio=repartition_ratio,
-        base=None,
-        uuid=uuid,
-    )
-    writer, committer = writer_and_committer(
-        st,
+    commit = CommitOptions(app_id, app_version, commit_info)
+    request = WriteRequest(
         uuid,
-        base=None,
+        "store",
+        tuple(pon),
+        tuple(sidx),
+        table_name,
+        fmt,
+        overwrite,
+        _evolution_arg(schema_evolution),
+        commit,
+    )
+    target = resolve_write(request, None, exists=dataset_exists(st, uuid))
+    return _graph(
+        ddf,
+        st,
+        target,
+        metadata=_resolve_metadata(metadata, {}),
+        **_engine_options(locals()),
+    )
+
+
+def _engine_options(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The dask keywords of a write front, by name (forwarded to :func:`_graph`)."""
+    return {k: args[k] for k in _ENGINE_KEYWORDS}
+
+
+_ENGINE_KEYWORDS = (
+    "df_serializer",
+    "sort_partitions_by",
+    "shuffle",
+    "num_buckets",
+    "bucket_by",
+    "repartition_ratio",
+)
+
+
+def _graph(
+    ddf: Any,
+    st: Any,
+    target: ResolvedWrite,
+    *,
+    metadata: Mapping[str, Any] | None,
+    remove_labels: set[str] | None = None,
+    df_serializer: object,
+    sort_partitions_by: object,
+    shuffle: bool,
+    num_buckets: int,
+    bucket_by: object,
+    repartition_ratio: float | None,
+) -> Any:
+    """Prepare the frame (checks, shuffle) and build its write graph: one commit task."""
+    from kartoframe.execution import dask_write as dw
+
+    prepared: Any = None
+    drop: tuple[str, ...] = ()
+    if ddf is not None:
+        prepared, drop = _prepare_ddf(
+            ddf,
+            partition_on=target.partition_on,
+            secondary_indices=target.index_columns,
+            shuffle=shuffle,
+            num_buckets=num_buckets,
+            bucket_by=str_list(bucket_by, "bucket_by"),
+            repartition_ratio=repartition_ratio,
+            base=target.base,
+            uuid=target.uuid,
+            schema_evolution=target.request.schema_evolution,
+        )
+    writer, committer = dw.resolved_writer_and_committer(
+        st,
+        target,
         result=DatasetMetadataResult,
-        partition_on=pon,
-        secondary_indices=sidx,
-        index_columns=sidx,
         serializer=any_serializer_arg(df_serializer),
         sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-        metadata=_resolve_metadata(metadata, {}),
-        storage_format=fmt,
-        table_name=table_name,
-        expect_absent=not overwrite,
+        metadata=metadata,
+        remove_labels=remove_labels or set(),
         drop_columns=drop,
-        schema_evolution=evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
     )
     return dw.write_graph(prepared, writer, committer)
 
@@ -360,8 +403,6 @@ def update_dataset_from_ddf(
     ['DE', 'IT']
     """
     from kartoframe.execution import dask_engine as de
-    from kartoframe.execution import dask_write as dw
-    from kartoframe.execution.dask_write import writer_and_committer
 
     de.dask_modules()
     _check_ddf(ddf, allow_none=True)
@@ -376,49 +417,26 @@ def update_dataset_from_ddf(
     evolution = _evolution_arg(schema_evolution)
     naming.validate_name(table_name, "table_name")
     base = load_dataset(st, uuid) if dataset_exists(st, uuid) else None
-    pon, table_name = update_layout(base, uuid, partition_on, table_name)
-    sidx, all_idx = update_indices(base, pon, secondary_indices)
+    request = update_request(
+        uuid,
+        partition_on,
+        secondary_indices,
+        table_name,
+        fmt,
+        schema_evolution=evolution,
+        commit=CommitOptions(app_id, app_version, commit_info),
+    )
+    target = resolve_write(request, base)
     if ddf is None:
         if base is None:
             raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
         if delete_scope is None and metadata is None:
             raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
-    remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
-    prepared: Any = None
-    drop: tuple[str, ...] = ()
-    if ddf is not None:
-        prepared, drop = _prepare_ddf(
-            ddf,
-            partition_on=pon,
-            secondary_indices=all_idx,
-            shuffle=shuffle,
-            num_buckets=num_buckets,
-            bucket_by=str_list(bucket_by, "bucket_by"),
-            repartition_ratio=repartition_ratio,
-            base=base,
-            uuid=uuid,
-            schema_evolution=evolution,
-        )
-    writer, committer = writer_and_committer(
+    return _graph(
+        ddf,
         st,
-        uuid,
-        base=base,
-        result=DatasetMetadataResult,
-        partition_on=pon,
-        secondary_indices=sidx,
-        index_columns=all_idx,
-        serializer=any_serializer_arg(df_serializer),
-        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+        target,
         metadata=_resolve_metadata(metadata, base.metadata.metadata if base else {}),
-        storage_format=fmt,
-        table_name=table_name,
-        expect_absent=base is None,
-        remove_labels=remove,
-        create_or_update=True,
-        drop_columns=drop,
-        schema_evolution=evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
+        remove_labels=delete_scope_labels(base, st, delete_scope) if base is not None else set(),
+        **_engine_options(locals()),
     )
-    return dw.write_graph(prepared, writer, committer)

@@ -1,7 +1,13 @@
-"""Eager and iterator writes (plateau ``io.eager`` / ``io.iter`` names and keywords)."""
+"""Eager and iterator writes (plateau ``io.eager`` / ``io.iter`` names and keywords).
+
+Each function checks its arguments into a :class:`~kartoframe.plan.write_request.WriteRequest`,
+resolves it against the dataset once (:func:`~kartoframe.plan.write_request.resolve_write`),
+runs the chunk kernel over its frames and commits once (:func:`_write_frames`).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -17,10 +23,10 @@ from kartoframe.api._args import (
     ensure_store,
     str_list,
 )
-from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
+from kartoframe.api._write_args import new_dataset_args, update_request
+from kartoframe.api._write_docs import fill
 from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import (
-    DatasetExistsError,
     DatasetNotFoundError,
     EmptyInputError,
     InvalidInputError,
@@ -28,19 +34,15 @@ from kartoframe.errors import (
 )
 from kartoframe.execution.write import (
     ChunkResult,
-    ParquetSerializer,
+    DataSerializer,
     WrittenPartition,
+    commit_resolved,
     commit_write,
     delete_files,
     write_chunk,
 )
 from kartoframe.format import naming
-from kartoframe.format.commit_args import (
-    CommitOptions,
-    already_committed,
-    check_app_transaction,
-    check_user_metadata,
-)
+from kartoframe.format.commit_args import CommitOptions, check_user_metadata
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
@@ -53,14 +55,13 @@ from kartoframe.plan.predicates import bind
 from kartoframe.plan.pruning import prune
 from kartoframe.plan.scan import required_index_columns
 from kartoframe.plan.write import check_write_columns
-from kartoframe.storage.csv_files import CsvSerializer
+from kartoframe.plan.write_request import ResolvedWrite, WriteRequest, resolve_write
 from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import (
     bloom_columns_of,
     dataset_exists,
     load_dataset,
     load_indices,
-    read_header,
 )
 from kartoframe.storage.store import Store
 
@@ -185,13 +186,107 @@ def _existing(st: Store, uuid: str) -> LoadedDataset | None:
         return None
 
 
+def _already_committed(st: Store, uuid: str, commit: CommitOptions) -> bool:
+    """Whether the dataset already records this application transaction."""
+    if commit.app_id is None:
+        return False
+    state = current_state(st, uuid)
+    return commit.recorded_in(state.header if state else None)
+
+
+class DatasetMetadataResult:
+    """Lazy handle returned by writes: ``.uuid`` now, full metadata on demand."""
+
+    def __init__(self, uuid: str, store: Store) -> None:
+        self.uuid = uuid
+        self._store = store
+
+    def load(self) -> Any:
+        """Load the committed dataset's metadata."""
+        from kartoframe.api.read import read_dataset_metadata
+
+        return read_dataset_metadata(self.uuid, self._store)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.load(), name)
+
+    def __repr__(self) -> str:
+        return f"<dataset {self.uuid!r} in {self._store!r}>"
+
+
+def _write_frames(
+    st: Store,
+    target: ResolvedWrite,
+    frames: Iterable[Any],
+    *,
+    serializer: DataSerializer,
+    sort_partitions_by: object,
+    metadata: MetadataArg,
+    delete_scope: Sequence[Mapping[str, Any]] | None = None,
+) -> DatasetMetadataResult:
+    """Write every frame with the chunk kernel, then commit once (files removed on failure)."""
+    base = target.base
+    evolution = target.request.schema_evolution
+    remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
+    chunks: list[ChunkResult] = []
+    try:
+        for i, df in enumerate(frames):
+            if df is None:
+                continue
+            if base is not None:
+                _precheck_schema(base, df, target.partition_on, f"input frame {i}", evolution)
+            chunks.append(
+                write_chunk(
+                    st,
+                    target.uuid,
+                    df,
+                    table_name=target.table_name,
+                    partition_on=target.partition_on,
+                    index_columns=target.index_columns,
+                    serializer=serializer,
+                    sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+                    origin=f"input frame {i}",
+                    bloom_filter_columns=bloom_columns_of(base),
+                )
+            )
+        if target.request.verb == "store" and not chunks:
+            raise EmptyInputError(
+                "Cannot store empty datasets: no DataFrame was given (dfs must not be empty)."
+            )
+        if not chunks and base is None and target.request.verb == "update":
+            raise EmptyInputError(f"Dataset {target.uuid!r} does not exist and no data was given.")
+        if not chunks and delete_scope is None and metadata is None:
+            raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
+        md = commit_resolved(
+            st,
+            target,
+            chunks,
+            metadata=_resolve_metadata(metadata, base.metadata.metadata if base else {}),
+            remove_labels=remove,
+            remove_scope=(
+                (lambda b: delete_scope_labels(b, st, delete_scope))
+                if delete_scope is not None
+                else None
+            ),
+            operation_parameters=(
+                {"delete_scope": _jsonable(delete_scope)} if delete_scope is not None else None
+            ),
+        )
+    except BaseException:
+        delete_files(st, [p.key for c in chunks for p in c.partitions])
+        raise
+    return DatasetMetadataResult(md.uuid, st)
+
+
 def store_dataframes_as_dataset__iter(
     df_generator: Iterable[Any],
     store: StoreInput,
     dataset_uuid: str,
     metadata: MetadataArg = None,
     partition_on: Sequence[str] | None = None,
-    df_serializer: ParquetSerializer | CsvSerializer | None = None,
+    df_serializer: DataSerializer | None = None,
     overwrite: bool = False,
     metadata_storage_format: str = "json",
     metadata_version: int = 4,
@@ -219,92 +314,38 @@ def store_dataframes_as_dataset__iter(
         secondary_indices=secondary_indices,
     )
     ser = any_serializer_arg(df_serializer)
-    evolution = _evolution_arg(schema_evolution)
-    if _already_committed(st, uuid, app_id, app_version):
+    request = WriteRequest(
+        uuid,
+        "store",
+        tuple(pon),
+        tuple(sidx),
+        table_name,
+        fmt,
+        overwrite,
+        _evolution_arg(schema_evolution),
+        CommitOptions.of(app_id, app_version, commit_info),
+    )
+    if _already_committed(st, uuid, request.commit):
         return DatasetMetadataResult(uuid, st)
-    if dataset_exists(st, uuid) and not overwrite:
-        raise DatasetExistsError(uuid)
-    chunks: list[ChunkResult] = []
-    try:
-        for i, df in enumerate(df_generator):
-            if df is None:
-                continue
-            chunks.append(
-                write_chunk(
-                    st,
-                    uuid,
-                    df,
-                    table_name=table_name,
-                    partition_on=pon,
-                    index_columns=sidx,
-                    serializer=ser,
-                    sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-                    origin=f"input frame {i}",
-                )
-            )
-        if not chunks:
-            raise EmptyInputError(
-                "Cannot store empty datasets: no DataFrame was given (dfs must not be empty)."
-            )
-        meta = _resolve_metadata(metadata, {})
-        md = commit_write(
-            st,
-            uuid,
-            chunks,
-            base=None,
-            partition_on=pon,
-            secondary_indices=sidx,
-            metadata=meta,
-            storage_format=fmt,
-            table_name=table_name,
-            expect_absent=not overwrite,
-            schema_evolution=evolution,
-            commit=CommitOptions(app_id, app_version, commit_info),
-        )
-    except BaseException:
-        delete_files(st, [p.key for c in chunks for p in c.partitions])
-        raise
-    return DatasetMetadataResult(md.uuid, st)
+    target = resolve_write(request, None, exists=dataset_exists(st, uuid))
+    return _write_frames(
+        st,
+        target,
+        df_generator,
+        serializer=ser,
+        sort_partitions_by=sort_partitions_by,
+        metadata=metadata,
+    )
 
 
-def _already_committed(st: Store, uuid: str, app_id: str | None, app_version: int | None) -> bool:
-    """Whether the dataset already records this application transaction."""
-    app_id, app_version = check_app_transaction(app_id, app_version)
-    if app_id is None:
-        return False
-    state = current_state(st, uuid)
-    return already_committed(state.header if state else None, app_id, app_version)
-
-
-class DatasetMetadataResult:
-    """Lazy handle returned by writes: ``.uuid`` now, full metadata on demand."""
-
-    def __init__(self, uuid: str, store: Store) -> None:
-        self.uuid = uuid
-        self._store = store
-
-    def load(self) -> Any:
-        """Load the committed dataset's metadata."""
-        from kartoframe.api.read import read_dataset_metadata
-
-        return read_dataset_metadata(self.uuid, self._store)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.load(), name)
-
-    def __repr__(self) -> str:
-        return f"<dataset {self.uuid!r} in {self._store!r}>"
-
-
+@fill
 def store_dataframes_as_dataset(
     store: StoreInput,
     dataset_uuid: str,
     dfs: Sequence[pd.DataFrame],
     metadata: MetadataArg = None,
     partition_on: Sequence[str] | None = None,
-    df_serializer: ParquetSerializer | CsvSerializer | None = None,
+    df_serializer: DataSerializer | None = None,
     overwrite: bool = False,
     secondary_indices: Sequence[str] | None = None,
     metadata_storage_format: str = "json",
@@ -349,19 +390,11 @@ def store_dataframes_as_dataset(
         ``"none"`` (default): all frames must have the same schema. ``"add_columns"``:
         frames may add nullable columns (missing in other frames, they read as nulls);
         see ``docs/schema.md``.
-    app_id, app_version
-        Idempotent writes (Delta's transaction identifiers): the commit records
-        ``app_version`` for ``app_id``; if the dataset already records that version (or a
-        higher one) for ``app_id``, nothing is written and the call returns the dataset as
-        it is. A retried pipeline step therefore never commits twice.
-    commit_info
-        A JSON-serialisable dict stored with the commit (see
-        :func:`kartoframe.dataset_history`).
+    $txn
 
     Returns
     -------
-    DatasetMetadataResult
-        ``.uuid`` of the committed dataset; other attributes load its metadata.
+    $dataset_result
 
     Raises
     ------
@@ -385,24 +418,9 @@ def store_dataframes_as_dataset(
         raise EmptyInputError(
             "Cannot store empty datasets, partition_list must not be empty if in store mode."
         )
-    return store_dataframes_as_dataset__iter(
-        frames,
-        store,
-        dataset_uuid,
-        metadata=metadata,
-        partition_on=partition_on,
-        df_serializer=df_serializer,
-        overwrite=overwrite,
-        metadata_storage_format=metadata_storage_format,
-        metadata_version=metadata_version,
-        secondary_indices=secondary_indices,
-        table_name=table_name,
-        sort_partitions_by=sort_partitions_by,
-        schema_evolution=schema_evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
+    kwargs = dict(locals())
+    del kwargs["frames"], kwargs["dfs"], kwargs["store"], kwargs["dataset_uuid"]
+    return store_dataframes_as_dataset__iter(frames, store, dataset_uuid, **kwargs)
 
 
 def update_dataset_from_dataframes__iter(
@@ -411,7 +429,7 @@ def update_dataset_from_dataframes__iter(
     dataset_uuid: str | None = None,
     delete_scope: Sequence[Mapping[str, Any]] | None = None,
     metadata: MetadataArg = None,
-    df_serializer: ParquetSerializer | CsvSerializer | None = None,
+    df_serializer: DataSerializer | None = None,
     metadata_merger: Callable[..., Any] | None = None,
     default_metadata_version: int = 4,
     partition_on: Sequence[str] | None = None,
@@ -436,68 +454,21 @@ def update_dataset_from_dataframes__iter(
     check_metadata_version(default_metadata_version)
     fmt = check_format(metadata_storage_format)
     evolution = _evolution_arg(schema_evolution)
-    app_id, app_version = check_app_transaction(app_id, app_version)
+    commit = CommitOptions.of(app_id, app_version, commit_info)
     base = _existing(st, uuid)
-    if base is not None and already_committed(base.metadata, app_id, app_version):
+    if base is not None and commit.recorded_in(base.metadata):
         return DatasetMetadataResult(uuid, st)
-    pon, table_name = update_layout(base, uuid, partition_on, table_name)
-    sidx, all_idx = update_indices(base, pon, secondary_indices)
-    remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
-    ser = any_serializer_arg(df_serializer)
-    chunks: list[ChunkResult] = []
-    try:
-        for i, df in enumerate(df_generator):
-            if df is None:
-                continue
-            if base is not None:
-                _precheck_schema(base, df, pon, f"input frame {i}", evolution)
-            chunks.append(
-                write_chunk(
-                    st,
-                    uuid,
-                    df,
-                    table_name=table_name,
-                    partition_on=pon,
-                    index_columns=all_idx,
-                    serializer=ser,
-                    sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-                    origin=f"input frame {i}",
-                    bloom_filter_columns=bloom_columns_of(base),
-                )
-            )
-        if not chunks and base is None:
-            raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
-        if not chunks and delete_scope is None and metadata is None:
-            raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
-        meta = _resolve_metadata(metadata, base.metadata.metadata if base else {})
-        md = commit_write(
-            st,
-            uuid,
-            chunks,
-            base=base,
-            partition_on=pon,
-            secondary_indices=sidx,
-            remove_labels=remove,
-            metadata=meta,
-            storage_format=fmt,
-            table_name=table_name,
-            expect_absent=base is None,
-            create_or_update=True,
-            schema_evolution=evolution,
-            remove_scope=(
-                (lambda b: delete_scope_labels(b, st, delete_scope))
-                if delete_scope is not None
-                else None
-            ),
-            operation_parameters=(
-                {"delete_scope": _jsonable(delete_scope)} if delete_scope is not None else None
-            ),
-            commit=CommitOptions(app_id, app_version, commit_info),
-        )
-    except BaseException:
-        delete_files(st, [p.key for c in chunks for p in c.partitions])
-        raise
-    return DatasetMetadataResult(md.uuid, st)
+    request = update_request(uuid, partition_on, secondary_indices, table_name, fmt)
+    request = dataclasses.replace(request, schema_evolution=evolution, commit=commit)
+    return _write_frames(
+        st,
+        resolve_write(request, base),
+        df_generator,
+        serializer=any_serializer_arg(df_serializer),
+        sort_partitions_by=sort_partitions_by,
+        metadata=metadata,
+        delete_scope=delete_scope,
+    )
 
 
 def _precheck_schema(
@@ -520,13 +491,14 @@ def _precheck_schema(
     )
 
 
+@fill
 def update_dataset_from_dataframes(
     df_list: Sequence[pd.DataFrame],
     store: StoreInput | None = None,
     dataset_uuid: str | None = None,
     delete_scope: Sequence[Mapping[str, Any]] | None = None,
     metadata: MetadataArg = None,
-    df_serializer: ParquetSerializer | CsvSerializer | None = None,
+    df_serializer: DataSerializer | None = None,
     metadata_merger: Callable[..., Any] | None = None,
     default_metadata_version: int = 4,
     partition_on: Sequence[str] | None = None,
@@ -546,25 +518,10 @@ def update_dataset_from_dataframes(
     ----------
     df_list
         Frames to add (may be empty for a delete-only update).
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $store
     dataset_uuid
         The dataset; created if missing.
-    delete_scope
-        ``[{column: value, ...}, ...]``: partitions matching any dict are removed.
-        Columns must be partition keys or indexed.
-    metadata
-        User metadata merged over the existing metadata (``creation_time`` kept).
-    df_serializer
-        :class:`kartoframe.ParquetSerializer` or :class:`kartoframe.CsvSerializer`.
-    metadata_merger
-        Accepted for plateau compatibility; metadata is merged key by key.
-    default_metadata_version
-        Must be 4.
-    partition_on
-        Must equal the dataset's partition keys (default: taken from the dataset).
-    sort_partitions_by
-        Sort each written file by these columns.
+    $update_common
     secondary_indices
         Must be a subset of the existing indices; all existing indices are maintained.
     table_name
@@ -576,17 +533,8 @@ def update_dataset_from_dataframes(
         frames may add nullable columns and widen decimals; the change is recorded in
         the header (see :func:`kartoframe.schema_history`). Files written before read
         the new columns as nulls. Dropping or retyping a column is always refused.
-    app_id, app_version
-        Idempotent writes (Delta's transaction identifiers): the commit records
-        ``app_version`` for ``app_id``; if the dataset already records that version (or a
-        higher one) for ``app_id``, nothing is written and the call returns the dataset as
-        it is. A retried pipeline step therefore never commits twice.
-    commit_info
-        A JSON-serialisable dict stored with the commit (see
-        :func:`kartoframe.dataset_history`).
-    factory
-        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
-        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
+    $txn
+    $factory
 
     Returns
     -------
@@ -594,25 +542,10 @@ def update_dataset_from_dataframes(
     """
     dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     frames = _frames(df_list, "df_list")
-    return update_dataset_from_dataframes__iter(
-        frames,
-        store,
-        dataset_uuid,
-        delete_scope=delete_scope,
-        metadata=metadata,
-        df_serializer=df_serializer,
-        metadata_merger=metadata_merger,
-        default_metadata_version=default_metadata_version,
-        partition_on=partition_on,
-        sort_partitions_by=sort_partitions_by,
-        secondary_indices=secondary_indices,
-        table_name=table_name,
-        metadata_storage_format=metadata_storage_format,
-        schema_evolution=schema_evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
+    kwargs = dict(locals())
+    del kwargs["frames"], kwargs["df_list"], kwargs["store"], kwargs["dataset_uuid"]
+    del kwargs["factory"]
+    return update_dataset_from_dataframes__iter(frames, store, dataset_uuid, **kwargs)
 
 
 def create_empty_dataset_header(
@@ -647,10 +580,11 @@ def create_empty_dataset_header(
     fmt = check_format(metadata_storage_format)
     check_metadata_version(metadata_version)
     naming.validate_name(table_name, "table_name")
-    if _already_committed(st, uuid, app_id, app_version):
+    commit = CommitOptions.of(app_id, app_version, commit_info)
+    if _already_committed(st, uuid, commit):
         return DatasetMetadataResult(uuid, st)
-    if dataset_exists(st, uuid) and not overwrite:
-        raise DatasetExistsError(uuid)
+    request = WriteRequest(uuid, "store", None, (), table_name, fmt, overwrite, commit=commit)
+    target = resolve_write(request, None, exists=dataset_exists(st, uuid))
     pon = str_list(partition_on, "partition_on")
     if isinstance(schema, pd.DataFrame):
         arrow_schema = frame_to_table(schema.iloc[:0], what="schema").schema
@@ -659,20 +593,13 @@ def create_empty_dataset_header(
     else:
         raise InvalidTypeError("schema must be a pyarrow.Schema or a pandas.DataFrame.")
     check_write_columns(arrow_schema, pon, [], what="schema")
-    norm = normalize_schema(arrow_schema, pon)
-    md = commit_write(
+    md = commit_resolved(
         st,
-        uuid,
+        dataclasses.replace(target, partition_on=pon),
         [],
-        base=None,
-        partition_on=pon,
         metadata=_resolve_metadata(metadata, {}),
-        storage_format=fmt,
-        table_name=table_name,
-        expect_absent=not overwrite,
-        empty_schema=norm,
+        empty_schema=normalize_schema(arrow_schema, pon),
         explicit_partitions=False,
-        commit=CommitOptions(app_id, app_version, commit_info),
     )
     return DatasetMetadataResult(md.uuid, st)
 
@@ -681,7 +608,7 @@ def write_single_partition(
     store: StoreInput | None,
     dataset_uuid: str | None,
     data: pd.DataFrame,
-    df_serializer: ParquetSerializer | CsvSerializer | None = None,
+    df_serializer: DataSerializer | None = None,
     metadata_version: int = 4,
     partition_on: Sequence[str] | None = None,
     secondary_indices: Sequence[str] | None = None,
@@ -697,25 +624,25 @@ def write_single_partition(
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
     check_metadata_version(metadata_version)
-    found = read_header(st, uuid)
-    if found is None:
+    base = _existing(st, uuid)
+    if base is None:
         raise DatasetNotFoundError(uuid, st.url)
-    base = load_dataset(st, uuid)
-    pon = list(base.metadata.partition_keys)
-    if partition_on is not None and list(partition_on) != pon:
-        raise InvalidInputError(
-            f"Incompatible set of partition keys encountered: dataset {uuid!r} is "
-            f"partitioned on {pon}, got {list(partition_on)}."
-        )
-    _precheck_schema(base, data, pon, "data")
-    idx = sorted(set(str_list(secondary_indices, "secondary_indices")) | set(base.metadata.indices))
+    request = WriteRequest(
+        uuid,
+        "append",
+        tuple(partition_on) if partition_on is not None else None,
+        tuple(str_list(secondary_indices, "secondary_indices")),
+        table_name or "",
+    )
+    target = resolve_write(request, base)
+    _precheck_schema(base, data, target.partition_on, "data")
     result = write_chunk(
         st,
         uuid,
         data,
-        table_name=table_name or base.metadata.table_name,
-        partition_on=pon,
-        index_columns=idx,
+        table_name=target.table_name,
+        partition_on=target.partition_on,
+        index_columns=target.index_columns,
         serializer=any_serializer_arg(df_serializer),
         origin="data",
         bloom_filter_columns=bloom_columns_of(base),
@@ -754,11 +681,11 @@ def commit_dataset(
     bad = [p for p in parts if not isinstance(p, MetaPartition)]
     if bad:
         raise InvalidTypeError("new_partitions must be MetaPartitions from write_single_partition.")
-    app_id, app_version = check_app_transaction(app_id, app_version)
+    commit = CommitOptions.of(app_id, app_version, commit_info)
     base = _existing(st, uuid)
     if base is None:
         raise DatasetNotFoundError(uuid, st.url)
-    if already_committed(base.metadata, app_id, app_version):
+    if commit.recorded_in(base.metadata):
         return DatasetMetadataResult(uuid, st)
     committed = _explicit_base(base)
     known = set(committed.metadata.partitions)
@@ -767,15 +694,14 @@ def commit_dataset(
         ChunkResult(tuple(w for w in c.partitions if w.label not in known), c.schema, c.origin)
         for c in chunks
     ]
-    remove = delete_scope_labels(committed, st, delete_scope)
     md = commit_write(
         st,
         uuid,
         fresh,
         base=committed,
-        partition_on=partition_on if partition_on is not None else None,
+        partition_on=partition_on,
         secondary_indices=str_list(secondary_indices, "secondary_indices"),
-        remove_labels=remove,
+        remove_labels=delete_scope_labels(committed, st, delete_scope),
         metadata=_resolve_metadata(metadata, base.metadata.metadata),
         storage_format=base.metadata.storage_format,
         table_name=base.metadata.table_name,
@@ -792,7 +718,7 @@ def commit_dataset(
             if delete_scope is not None
             else None
         ),
-        commit=CommitOptions(app_id, app_version, commit_info),
+        commit=commit,
     )
     return DatasetMetadataResult(md.uuid, st)
 

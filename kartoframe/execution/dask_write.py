@@ -28,11 +28,12 @@ from kartoframe.execution.write import (
     write_chunk,
 )
 from kartoframe.format import naming
-from kartoframe.format.commit_args import CommitOptions
+from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import SchemaEvolution, merge_into_stored, normalize_schema
 from kartoframe.plan.write import check_write_columns
+from kartoframe.plan.write_request import ResolvedWrite
 from kartoframe.storage.resolve import bloom_columns_of
 from kartoframe.storage.store import Store
 
@@ -43,6 +44,7 @@ __all__ = [
     "WriteFailure",
     "shuffle_for_write",
     "write_graph",
+    "resolved_writer_and_committer",
     "writer_and_committer",
 ]
 
@@ -66,9 +68,7 @@ def writer_and_committer(
     create_or_update: bool = False,
     drop_columns: tuple[str, ...] = (),
     schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
+    commit: CommitOptions = NO_COMMIT_OPTIONS,
 ) -> tuple[PartitionWriter, Committer]:
     """The partition writer and the committer of one write to dataset ``uuid``.
 
@@ -107,12 +107,33 @@ def writer_and_committer(
             "expect_absent": expect_absent,
             "create_or_update": create_or_update,
             "schema_evolution": schema_evolution,
-            "commit": CommitOptions(app_id, app_version, commit_info),
+            "commit": commit,
         },
         result=result,
         token=token,
     )
     return writer, committer
+
+
+def resolved_writer_and_committer(
+    st: Store, target: ResolvedWrite, **kwargs: Any
+) -> tuple[PartitionWriter, Committer]:
+    """:func:`writer_and_committer` of a resolved write request (``kwargs``: the rest)."""
+    return writer_and_committer(
+        st,
+        target.uuid,
+        base=target.base,
+        partition_on=target.partition_on,
+        secondary_indices=target.secondary_indices,
+        index_columns=target.index_columns,
+        storage_format=target.storage_format,
+        table_name=target.table_name,
+        expect_absent=target.expect_absent,
+        create_or_update=target.create_or_update,
+        schema_evolution=target.request.schema_evolution,
+        commit=target.request.commit,
+        **kwargs,
+    )
 
 
 #: Hidden column holding the hash bucket of a row during a shuffled write.

@@ -16,7 +16,7 @@ from kartoframe.api._args import (
     serializer_arg,
     str_list,
 )
-from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
+from kartoframe.api._write_args import new_dataset_args, update_request
 from kartoframe.api.write import (
     DatasetMetadataResult,
     MetadataArg,
@@ -27,13 +27,12 @@ from kartoframe.api.write import (
     delete_scope_labels,
 )
 from kartoframe.errors import (
-    DatasetExistsError,
     EmptyInputError,
     InvalidTypeError,
 )
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_write import write_sdf
-from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_write
+from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_resolved
 from kartoframe.format import naming
 from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.dataset import LoadedDataset
@@ -43,6 +42,7 @@ from kartoframe.format.schema import (
     normalize_schema,
 )
 from kartoframe.plan.write import check_write_columns
+from kartoframe.plan.write_request import ResolvedWrite, WriteRequest, resolve_write
 from kartoframe.storage.resolve import bloom_columns_of
 from kartoframe.storage.store import Store
 
@@ -113,43 +113,38 @@ def _precheck(
 def _write_and_commit(
     sdf: DataFrame | None,
     st: Store,
-    uuid: str,
+    target: ResolvedWrite,
     *,
-    base: LoadedDataset | None,
-    partition_on: list[str],
-    secondary_indices: list[str],
-    index_columns: list[str],
-    remove_labels: set[str],
     metadata: Mapping[str, Any] | None,
-    serializer: ParquetSerializer,
-    storage_format: naming.MetadataFormat,
-    table_name: str,
-    sort_partitions_by: list[str],
-    expect_absent: bool,
+    remove_labels: set[str],
+    df_serializer: ParquetSerializer | None,
+    sort_partitions_by: Sequence[str] | None,
     repartition: bool,
-    schema_evolution: SchemaEvolution = "none",
-    create_or_update: bool = False,
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
 ) -> DatasetMetadataResult:
-    if _already_committed(st, uuid, app_id, app_version):
+    """Precheck the DataFrame, let Spark write its chunks, commit once on the driver."""
+    base, uuid = target.base, target.uuid
+    if _already_committed(st, uuid, target.request.commit):
         return DatasetMetadataResult(uuid, st)  # a retried step: already committed
     chunks: list[ChunkResult] = []
     empty_schema = None
     if sdf is not None:
         empty_schema, zones = _precheck(
-            sdf, base, partition_on, index_columns, uuid, schema_evolution
+            sdf,
+            base,
+            target.partition_on,
+            target.index_columns,
+            uuid,
+            target.request.schema_evolution,
         )
         chunks = write_sdf(
             sdf,
             st,
             uuid,
-            table_name=table_name,
-            partition_on=partition_on,
-            index_columns=index_columns,
-            serializer=serializer,
-            sort_partitions_by=sort_partitions_by,
+            table_name=target.table_name,
+            partition_on=target.partition_on,
+            index_columns=target.index_columns,
+            serializer=serializer_arg(df_serializer),
+            sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
             timezones=zones,
             repartition=repartition,
             bloom_filter_columns=bloom_columns_of(base),
@@ -158,22 +153,13 @@ def _write_and_commit(
             # no rows: the DataFrame's schema still takes part (as an empty pandas frame's
             # does), so an empty DataFrame can add columns
             chunks = [ChunkResult((), empty_schema, "the Spark DataFrame")]
-    md = commit_write(
+    md = commit_resolved(
         st,
-        uuid,
+        target,
         chunks,
-        base=base,
-        partition_on=partition_on,
-        secondary_indices=secondary_indices,
         remove_labels=remove_labels,
         metadata=metadata,
-        storage_format=storage_format,
-        table_name=table_name,
-        expect_absent=expect_absent,
-        create_or_update=create_or_update,
         empty_schema=empty_schema if base is None else None,
-        schema_evolution=schema_evolution,
-        commit=CommitOptions(app_id, app_version, commit_info),
     )
     return DatasetMetadataResult(md.uuid, st)
 
@@ -281,29 +267,27 @@ def store_dataset_from_sdf(
         secondary_indices=secondary_indices,
         check_store=spark_engine.check_store,
     )
-    evolution = _evolution_arg(schema_evolution)
-    if _existing(st, uuid) is not None and not overwrite:
-        raise DatasetExistsError(uuid)
+    request = WriteRequest(
+        uuid,
+        "store",
+        tuple(pon),
+        tuple(sidx),
+        table_name,
+        fmt,
+        overwrite,
+        _evolution_arg(schema_evolution),
+        CommitOptions.of(app_id, app_version, commit_info),
+    )
+    target = resolve_write(request, None, exists=_existing(st, uuid) is not None)
     return _write_and_commit(
         sdf,
         st,
-        uuid,
-        base=None,
-        partition_on=pon,
-        secondary_indices=sidx,
-        index_columns=sidx,
-        remove_labels=set(),
+        target,
         metadata=_resolve_metadata(metadata, {}),
-        serializer=serializer_arg(df_serializer),
-        storage_format=fmt,
-        table_name=table_name,
-        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-        expect_absent=not overwrite,
+        remove_labels=set(),
+        df_serializer=df_serializer,
+        sort_partitions_by=sort_partitions_by,
         repartition=repartition,
-        schema_evolution=evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
     )
 
 
@@ -384,39 +368,33 @@ def update_dataset_from_sdf(
     check_metadata_version(default_metadata_version)
     fmt = check_format(metadata_storage_format)
     evolution = _evolution_arg(schema_evolution)
+    commit = CommitOptions.of(app_id, app_version, commit_info)
     base = _existing(st, uuid)
-    pon, table_name = update_layout(base, uuid, partition_on, table_name)
-    if base is not None:
-        fmt = base.metadata.storage_format
-    else:
-        naming.validate_name(table_name, "table_name")
-    sidx, all_idx = update_indices(base, pon, secondary_indices)
+    request = update_request(
+        uuid,
+        partition_on,
+        secondary_indices,
+        table_name,
+        fmt,
+        schema_evolution=evolution,
+        commit=commit,
+    )
+    target = resolve_write(request, base)
+    if base is None:
+        naming.validate_name(target.table_name, "table_name")
     if sdf is None and base is None:
         raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
     if sdf is None and delete_scope is None and metadata is None:
         raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
-    remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
     return _write_and_commit(
         sdf,
         st,
-        uuid,
-        base=base,
-        partition_on=pon,
-        secondary_indices=sidx,
-        index_columns=all_idx,
-        remove_labels=remove,
+        target,
         metadata=_resolve_metadata(metadata, base.metadata.metadata if base else {}),
-        serializer=serializer_arg(df_serializer),
-        storage_format=fmt,
-        table_name=table_name,
-        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-        expect_absent=base is None,
-        create_or_update=True,
+        remove_labels=delete_scope_labels(base, st, delete_scope) if base is not None else set(),
+        df_serializer=df_serializer,
+        sort_partitions_by=sort_partitions_by,
         repartition=repartition,
-        schema_evolution=evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
     )
 
 

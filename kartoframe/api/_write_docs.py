@@ -1,0 +1,65 @@
+"""Numpydoc fragments shared by the write fronts (registered with :mod:`kartoframe.api._docs`).
+
+A docstring line ``$name`` expands to the fragment (see :func:`kartoframe.api._docs.fill`).
+"""
+
+from __future__ import annotations
+
+from kartoframe.api._docs import FRAGMENTS, fill
+
+__all__ = ["fill"]
+
+_TXN = (
+    "app_id, app_version\n"
+    "    Idempotent writes (Delta's transaction identifiers): the commit records\n"
+    "    ``app_version`` for ``app_id``; if the dataset already records that version (or a\n"
+    "    higher one) for ``app_id``, nothing is written and the call returns the dataset as\n"
+    "    it is. A retried pipeline step therefore never commits twice."
+)
+_INFO = (
+    "commit_info\n"
+    "    A JSON-serialisable dict stored with the commit (see\n"
+    "    :func:`kartoframe.dataset_history`)."
+)
+_CUBE_TXN = (
+    "app_id, app_version\n"
+    "    Application transaction (both or neither): every dataset commit records it, and\n"
+    "    a retried call whose datasets already record ``app_version`` (or a later one)\n"
+    "    for ``app_id`` writes nothing; after a crash between dataset commits the retry\n"
+    "    writes only the datasets still missing.\n"
+    "commit_info\n"
+    "    A JSON-serialisable dict recorded with each dataset's commit."
+)
+_CUBE_EVOLUTION = (
+    "schema_evolution\n"
+    '    ``"add_columns"``: the rows may add nullable payload columns (and safe\n'
+    "    widenings) to their dataset, recorded as schema events; older files read the new\n"
+    '    columns as nulls. Default ``"none"``: the stored schemas must match.'
+)
+_UPDATE_COMMON = (
+    "delete_scope\n"
+    "    ``[{column: value, ...}, ...]``: partitions matching any dict are removed in the\n"
+    "    same commit (columns must be partition keys or indexed).\n"
+    "metadata\n"
+    "    User metadata merged over the existing metadata (``creation_time`` kept).\n"
+    "df_serializer\n"
+    "    :class:`kartoframe.ParquetSerializer` or :class:`kartoframe.CsvSerializer`.\n"
+    "metadata_merger\n"
+    "    Accepted for plateau compatibility; metadata is merged key by key.\n"
+    "default_metadata_version\n"
+    "    Must be 4.\n"
+    "partition_on\n"
+    "    Must equal the dataset's partition keys (default: taken from the dataset).\n"
+    "sort_partitions_by\n"
+    "    Sort each written file by these columns."
+)
+FRAGMENTS.update(
+    {
+        "txn": f"{_TXN}\n{_INFO}",
+        "cube_txn": _CUBE_TXN,
+        "cube_evolution": _CUBE_EVOLUTION,
+        "update_common": _UPDATE_COMMON,
+        "dataset_result": "DatasetMetadataResult\n"
+        "    ``.uuid`` of the committed dataset; other attributes load its metadata.",
+    }
+)
