@@ -36,7 +36,7 @@ from kartoframe.plan.write import (
     new_file_uuid,
     plan_partitions,
 )
-from kartoframe.storage.commit import committed_version
+from kartoframe.storage.commit_values import committed_version
 from kartoframe.storage.csv_files import CsvSerializer, csv_key, write_csv
 from kartoframe.storage.parquet import write_table
 from kartoframe.storage.store import Store

@@ -24,13 +24,12 @@ import pyarrow as pa
 
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_write, delete_files
 from kartoframe.format import naming
-from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.cube import CUBE_TABLE, Cube
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, encode_header
 from kartoframe.format.schema import compatible_merge, normalize_schema
 from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite, prepare_frame
-from kartoframe.storage.commit import committed_version
+from kartoframe.storage.commit_values import committed_version
 from kartoframe.storage.lifecycle import restore
 from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import bloom_columns_of, statistics_ref
@@ -261,6 +260,6 @@ def _commit_dataset(
         expect_absent=before is None,
         empty_schema=w.schema,
         schema_evolution=plan.schema_evolution,
-        commit=CommitOptions(plan.app_id, plan.app_version, plan.commit_info),
+        commit=plan.commit,
         operation_parameters={"cube_operation": plan.operation},
     )

@@ -33,7 +33,10 @@ merge key by key. A conflict raises :class:`~kartoframe.errors.CommitConflictErr
 The parent a commit builds on (adopting a header written by another program) is found by
 :mod:`kartoframe.storage.parents`; the operations built on this protocol (copies, deletes,
 undoing a cube write) are in :mod:`kartoframe.storage.lifecycle`. The on-disk format of
-the log is :mod:`kartoframe.format.txlog`.
+the log is :mod:`kartoframe.format.txlog`. The values a caller passes and gets back are in
+:mod:`kartoframe.storage.commit_values`, rebasing on a newer version and the conflict rules
+in :mod:`kartoframe.storage.rebase`, reverting a version whose header could not be written
+in :mod:`kartoframe.storage.revert`.
 """
 
 from __future__ import annotations
@@ -44,10 +47,6 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
-
-import pyarrow as pa
 
 from kartoframe.errors import (
     CommitConflictError,
@@ -62,151 +61,35 @@ from kartoframe.format.header import DatasetHeader
 from kartoframe.format.schema import schema_to_bytes
 from kartoframe.format.txlog import LogEntry
 from kartoframe.storage import log
+from kartoframe.storage.commit_values import (
+    Builder,
+    Built,
+    CommitResult,
+    HeaderPublishError,
+    Intent,
+    mark_committed,
+)
 from kartoframe.storage.log import State
 from kartoframe.storage.parents import Parent, parent_of_base, parent_of_state, writer_name
-from kartoframe.storage.resolve import loaded_from_state
+from kartoframe.storage.rebase import discard_built, loaded_base, rebase
+from kartoframe.storage.revert import revert_version
 from kartoframe.storage.store import Store
 
 __all__ = [
-    "DEFAULT_MAX_ATTEMPTS",
     "UNSAFE_COMMITS_ENV",
-    "Built",
-    "CommitResult",
     "HeaderPublishError",
-    "Intent",
     "check_atomic",
     "commit_transaction",
-    "committed_version",
     "publish_current",
 ]
 
 
 _log = logging.getLogger("kartoframe.commit")
 
-Mode = Literal["create", "overwrite", "update", "create_or_update"]
-#: How many times a commit is rebuilt on a newer version before giving up.
-DEFAULT_MAX_ATTEMPTS = 64
 #: How often a committer re-publishes the newest header when it finds newer versions.
 _SETTLE_ROUNDS = 8
 #: Set to ``1`` to commit on a filesystem without an atomic put-if-absent (one writer only).
 UNSAFE_COMMITS_ENV = "KARTOFRAME_ALLOW_UNSAFE_COMMITS"
-
-
-_COMMITTED_ATTR = "_kartoframe_committed_version"
-
-
-def committed_version(exc: BaseException | None) -> int | None:
-    """The version an exception was raised *after* committing (None: nothing committed).
-
-    Cleanup code must not delete the files of a write whose version is committed: the
-    exception then came after the commit point (a header that could not be written, an
-    interrupt), and the files are referenced.
-    """
-    if exc is None:
-        return None
-    value = getattr(exc, _COMMITTED_ATTR, None)
-    return value if isinstance(value, int) else None
-
-
-def _mark_committed(exc: BaseException, version: int) -> None:
-    with contextlib.suppress(Exception):
-        setattr(exc, _COMMITTED_ATTR, version)
-
-
-class HeaderPublishError(StorageError):
-    """The version is committed in the log, but its header could not be written.
-
-    kartoframe readers already see the version (they apply the log); plateau sees it
-    once a later commit (or :func:`kartoframe.vacuum_dataset`) writes the header.
-    ``version`` is the committed version. The data files stay: they are referenced.
-    """
-
-    version: int
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Built:
-    """What a builder made of a base version.
-
-    Attributes
-    ----------
-    header
-        The new header (without ``kartoframe.log``; the commit stamps it).
-    schema
-        The dataset schema of the new version.
-    schema_bytes
-        New ``_common_metadata`` content if the schema changed (None: unchanged).
-    written
-        Side files (index, statistics) the build wrote; deleted if the attempt is
-        abandoned.
-    """
-
-    header: DatasetHeader
-    schema: pa.Schema | None = None
-    schema_bytes: bytes | None = None
-    written: tuple[str, ...] = ()
-
-
-Builder = Callable[[LoadedDataset | None], Built]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Intent:
-    """What a commit means, for conflict detection, idempotency and history.
-
-    Attributes
-    ----------
-    mode
-        ``"create"`` (the dataset must not exist), ``"overwrite"`` (replace whatever is
-        there, blindly), ``"update"`` (a change of the base version) or
-        ``"create_or_update"`` (an update of a dataset that did not exist when the write
-        was planned: it creates the dataset, or, if another writer created it first,
-        is rebuilt as an update of that version — concurrent "update or create" writers
-        all land).
-    operation, parameters
-        Recorded in the log (``dataset_history``).
-    removes
-        Labels of the base this commit removes (``delete_scope``, replacements).
-    scope
-        Re-evaluates the removal on a newer version (serialisable deletes: data added
-        concurrently inside the scope is a conflict). None: any concurrent change in the
-        same partition directories is a conflict.
-    app_id, app_version
-        Application transaction id: the commit is skipped if the dataset already records
-        ``app_version`` or a higher one for ``app_id``.
-    commit_info
-        The user's JSON-serialisable dict, recorded in the log.
-    max_attempts
-        Rebuilds on newer versions before giving up with ``CommitConflictError``.
-    update_operation
-        The operation recorded when a ``"create_or_update"`` commit lands as an update
-        of a version another writer created.
-    """
-
-    mode: Mode
-    operation: str
-    parameters: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    removes: frozenset[str] = frozenset()
-    scope: Callable[[LoadedDataset], set[str]] | None = None
-    app_id: str | None = None
-    app_version: int | None = None
-    commit_info: Mapping[str, Any] | None = None
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    update_operation: str = "APPEND"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class CommitResult:
-    """The outcome of :func:`commit_transaction`.
-
-    ``skipped``: the application transaction was already committed; nothing changed and
-    ``header``/``version`` describe the current version.
-    """
-
-    header: DatasetHeader | None
-    version: int
-    skipped: bool = False
-    attempts: int = 1
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -225,10 +108,6 @@ def check_atomic(store: Store) -> None:
         "put-if-absent, so concurrent commits could overwrite each other. kartoframe refuses "
         f"to commit to it; if only one process ever writes this store, set {UNSAFE_COMMITS_ENV}=1."
     )
-
-
-def _dirs(labels: Iterable[str]) -> set[str]:
-    return {lb.rsplit("/", 1)[0] if "/" in lb else "" for lb in labels}
 
 
 def _schema_key(header: DatasetHeader) -> str:
@@ -254,65 +133,6 @@ def _stored_moved(store: Store, uuid: str, parent: Parent) -> tuple[bool, int | 
         # a header appeared; fine only if its version is an old one (a deleted state)
         return hlog.version > parent.version or parent.version < 0, hlog.version
     return hlog.version > parent.version, hlog.version
-
-
-def _conflict(
-    intent: Intent,
-    base: LoadedDataset | None,
-    new: LoadedDataset | None,
-    changes_schema: bool,
-    version: int,
-) -> str | None:
-    """Why this commit cannot be rebased from ``base`` onto ``new`` (None: it can)."""
-    if intent.mode == "overwrite":
-        return None
-    if intent.mode == "create":
-        return "it was created by another writer during this write" if new is not None else None
-    if intent.mode == "create_or_update" and base is None:
-        # still a create: becomes an update of whatever another writer created, unless
-        # that data falls inside this commit's delete scope
-        if new is None or intent.scope is None:
-            return None
-        try:
-            inside = sorted(intent.scope(new))
-        except KartoframeError as e:
-            return f"its delete scope cannot be evaluated on version {version}: {e}"
-        if inside:
-            return (
-                f"version {version} created the dataset with data inside this commit's "
-                f"delete scope (e.g. {inside[0]!r})"
-            )
-        return None
-    if new is None:
-        return "it was deleted by another writer during this write"
-    assert base is not None
-    old_parts, new_parts = base.metadata.partitions, new.metadata.partitions
-    added = {lb for lb, k in new_parts.items() if old_parts.get(lb) != k}
-    removed = {lb for lb, k in old_parts.items() if new_parts.get(lb) != k}
-    hit = sorted(intent.removes & removed)
-    if hit:
-        return (
-            f"partitions this commit removes were removed or replaced by version {version} "
-            f"(e.g. {hit[0]!r})"
-        )
-    if intent.scope is not None:
-        try:
-            extra = sorted((intent.scope(new) - intent.removes) & added)
-        except KartoframeError as e:
-            return f"its delete scope cannot be evaluated on version {version}: {e}"
-        if extra:
-            return (
-                f"version {version} added data inside this commit's delete scope (e.g. "
-                f"{extra[0]!r})"
-            )
-    elif intent.removes:
-        touched = sorted(_dirs(intent.removes) & _dirs(added | removed))
-        if touched:
-            where = touched[0] or "the dataset"
-            return f"version {version} changed partition {where!r}, which this commit replaces"
-    if changes_schema and not base.schema.equals(new.schema):
-        return f"version {version} changed the schema concurrently"
-    return None
 
 
 # ------------------------------------------------------------------------------ commit
@@ -369,7 +189,7 @@ def commit_transaction(
             )
     builder_base = base if intent.mode == "update" else None
     if intent.mode == "create_or_update" and parent.header is not None:
-        builder_base = _loaded(store, parent)
+        builder_base = loaded_base(store, parent)
     built: Built | None = None
     changes_schema: bool | None = None
     writer = writer_name()
@@ -387,7 +207,7 @@ def commit_transaction(
             parent.header, intent.app_id, intent.app_version
         ):
             if built is not None:
-                _discard(store, built)
+                discard_built(store, built)
             _log.info(
                 "dataset %r: app transaction %r version %s is already committed; skipped",
                 dataset_uuid,
@@ -414,7 +234,7 @@ def commit_transaction(
                 txlog.entry_key(dataset_uuid, parent.pending.version),
                 txlog.encode_entry(parent.pending),
             ):
-                parent, builder_base, built = _rebase(
+                parent, builder_base, built = rebase(
                     store, dataset_uuid, parent, builder_base, built, intent, bool(changes_schema)
                 )
                 continue
@@ -453,7 +273,7 @@ def commit_transaction(
         data = txlog.encode_entry(entry)
         moved, stored_version = _stored_moved(store, dataset_uuid, parent)
         if moved or not _claim(store, txlog.entry_key(dataset_uuid, version), data, version):
-            parent, builder_base, built = _rebase(
+            parent, builder_base, built = rebase(
                 store, dataset_uuid, parent, builder_base, built, intent, bool(changes_schema)
             )
             continue
@@ -475,7 +295,7 @@ def commit_transaction(
         )
     except BaseException as e:
         if isinstance(e, HeaderPublishError) or not isinstance(e, Exception):
-            _mark_committed(e, version)
+            mark_committed(e, version)
         raise
     return CommitResult(header, version, attempts=attempt)
 
@@ -498,7 +318,7 @@ def _claim(store: Store, key: str, data: bytes, version: int) -> bool:
                 "its history) to find out."
             )
             err.version = version
-            _mark_committed(err, version)
+            mark_committed(err, version)
             raise err from None
         if current is None:
             raise
@@ -568,44 +388,6 @@ def _lag_schema(store: Store, uuid: str, stored: int, parent: Parent) -> bytes |
     return schema
 
 
-def _discard(store: Store, built: Built) -> None:
-    if built.written:
-        with contextlib.suppress(Exception):
-            store.delete_many(list(built.written))
-
-
-def _rebase(
-    store: Store,
-    uuid: str,
-    parent: Parent,
-    builder_base: LoadedDataset | None,
-    built: Built,
-    intent: Intent,
-    changes_schema: bool,
-) -> tuple[Parent, LoadedDataset | None, Built | None]:
-    """Load the newest version, check for conflicts, prepare the next attempt."""
-    new_parent = parent_of_state(store, uuid, log.current_state(store, uuid))
-    new_loaded = _loaded(store, new_parent) if new_parent.header is not None else None
-    reason = _conflict(intent, builder_base, new_loaded, changes_schema, new_parent.version)
-    if reason is not None:
-        _discard(store, built)
-        raise CommitConflictError(f"Cannot commit to dataset {uuid!r}: {reason}.")
-    if intent.mode in ("create", "overwrite") or (
-        intent.mode == "create_or_update" and new_loaded is None
-    ):
-        return new_parent, None, built  # built without a base: still valid
-    _discard(store, built)
-    return new_parent, new_loaded, None
-
-
-def _loaded(store: Store, parent: Parent) -> LoadedDataset:
-    """The version ``parent`` describes, loaded as a builder's base."""
-    shown = State(
-        parent.version, parent.header, parent.raw, parent.log_schema, parent.timestamp, None
-    )
-    return loaded_from_state(store, shown)
-
-
 def _publish_or_revert(
     store: Store,
     header: DatasetHeader,
@@ -631,102 +413,15 @@ def _publish_or_revert(
     except Exception as failure:
         if not isinstance(failure, OSError | KartoframeError):
             raise
-        _undo(store, header, version, entry, parent, builder_base, old_schema, schema_written)
+        revert_version(
+            store, header, version, entry, parent, builder_base, old_schema, schema_written
+        )
         raise
     previous_format = parent.header.storage_format if parent.header is not None else None
     if previous_format != header.storage_format:
         other: naming.MetadataFormat = "msgpack" if header.storage_format == "json" else "json"
         with contextlib.suppress(Exception):
             store.delete(naming.header_key(uuid, other))
-
-
-def _undo(
-    store: Store,
-    header: DatasetHeader,
-    version: int,
-    entry: LogEntry,
-    parent: Parent,
-    builder_base: LoadedDataset | None,
-    old_schema: bytes | None,
-    schema_written: bool,
-) -> None:
-    """The header of a committed version could not be written: revert the version.
-
-    Returns normally if the version was reverted (the caller re-raises the failure and
-    removes its files) or if another writer already built on it (then it stands and the
-    caller's failure is re-raised too, but the files are referenced: see
-    :class:`HeaderPublishError`).
-    """
-    uuid = header.uuid
-    schema_key = _schema_key(header)
-
-    def _restore_schema() -> None:
-        if schema_written:
-            with contextlib.suppress(Exception):
-                if old_schema is None:
-                    store.delete(schema_key)
-                else:
-                    store.put(schema_key, old_schema)
-
-    try:
-        if parent.header is None:
-            # a create: the revert deletes the dataset again (readers and writers see a
-            # create in the log before its header exists, so its entry must stay)
-            previous_schema = None
-            target = None
-        else:
-            if schema_written or old_schema is not None:
-                previous_schema = old_schema
-            elif builder_base is not None:
-                previous_schema = schema_to_bytes(builder_base.schema)
-            else:
-                previous_schema = parent.log_schema or store.get_or_none(schema_key)
-            target = header_stamp.stamp_header(
-                parent.header, version + 1, entry.timestamp + 1, parent.txn
-            )
-        revert = log_diff.make_entry(
-            version=version + 1,
-            timestamp=entry.timestamp + 1,
-            operation="REVERT",
-            parameters={"reverts": version, "reason": "the header could not be written"},
-            writer=entry.writer,
-            commit_info=None,
-            app_id=None,
-            app_version=None,
-            previous=header,
-            header=target,
-            schema=previous_schema,
-            force_reset=True,
-            reverts=version,
-        )
-        won = store.put_if_absent(txlog.entry_key(uuid, version + 1), txlog.encode_entry(revert))
-    except Exception as e:
-        err = HeaderPublishError(
-            f"Version {version} of dataset {uuid!r} is committed in the transaction log, but "
-            f"its header could not be written and the version could not be reverted ({e}). "
-            "kartoframe readers see the new version; plateau sees it after the next commit."
-        )
-        err.version = version
-        raise err from None
-    if not won:
-        err = HeaderPublishError(
-            f"Version {version} of dataset {uuid!r} is committed, but its header could not be "
-            "written; a later commit already builds on it and will publish it."
-        )
-        err.version = version
-        raise err from None
-    _restore_schema()
-    if parent.header is None:
-        # nobody can build on the create any more (version + 1 deletes it): a failed
-        # create leaves nothing behind, its entry first, the deleting revert last
-        with contextlib.suppress(Exception):
-            for v in (version, version + 1):
-                store.delete(txlog.entry_key(uuid, v))
-        return
-    with contextlib.suppress(Exception):
-        current = store.get_or_none(naming.header_key(uuid, parent.header.storage_format))
-        if current is not None and current != parent.raw and parent.raw is not None:
-            store.put(naming.header_key(uuid, parent.header.storage_format), parent.raw)
 
 
 def _settle(store: Store, uuid: str, version: int) -> None:

@@ -15,13 +15,8 @@ from kartoframe.errors import CommitConflictError
 from kartoframe.format import header_stamp, log_diff, naming, txlog
 from kartoframe.format.header import DatasetHeader, decode_header, encode_header
 from kartoframe.storage import log
-from kartoframe.storage.commit import (
-    DEFAULT_MAX_ATTEMPTS,
-    Built,
-    Intent,
-    check_atomic,
-    commit_transaction,
-)
+from kartoframe.storage.commit import check_atomic, commit_transaction
+from kartoframe.storage.commit_values import DEFAULT_MAX_ATTEMPTS, Built, Intent
 from kartoframe.storage.parents import latest_version, writer_name
 from kartoframe.storage.store import Store
 
