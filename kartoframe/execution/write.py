@@ -45,6 +45,7 @@ from kartoframe.plan.commit_plan import (
     statistics_step,
 )
 from kartoframe.plan.write import ChunkResult, WrittenPartition
+from kartoframe.plan.write_request import ResolvedWrite
 from kartoframe.storage.commit import commit_transaction
 from kartoframe.storage.commit_values import Built, Intent
 from kartoframe.storage.resolve import load_indices
@@ -61,6 +62,7 @@ __all__ = [
     "DataSerializer",
     "ParquetSerializer",
     "WrittenPartition",
+    "commit_resolved",
     "commit_write",
     "delete_files",
     "write_chunk",
@@ -226,6 +228,27 @@ def commit_write(
         delete_files(store, written_keys)
     assert result.header is not None
     return result.header
+
+
+def commit_resolved(
+    store: Store, target: ResolvedWrite, chunks: Sequence[ChunkResult], **kwargs: Any
+) -> DatasetHeader:
+    """:func:`commit_write` of a resolved write request (``kwargs``: the other arguments)."""
+    return commit_write(
+        store,
+        target.uuid,
+        chunks,
+        base=target.base,
+        partition_on=target.partition_on,
+        secondary_indices=target.secondary_indices,
+        storage_format=target.storage_format,
+        table_name=target.table_name,
+        expect_absent=target.expect_absent,
+        create_or_update=target.create_or_update,
+        schema_evolution=target.request.schema_evolution,
+        commit=target.request.commit,
+        **kwargs,
+    )
 
 
 def _commit(
