@@ -106,17 +106,29 @@ def _tasks(delayed_tasks: object) -> list[Any]:
 
 
 def _graph(
-    parts: list[Any], st: Any, uuid: str, df_serializer: object, sort_by: object, **options: Any
+    parts: list[Any], st: Any, uuid: str, base: Any, layout: tuple[Any, ...], **options: Any
 ) -> Any:
+    """The write graph; ``layout``: partition keys, requested and maintained indices, header
+    format and table name, then the serializer, sort columns, metadata and the metadata it
+    is merged into.
+    """
     from kartoframe.execution.graph_delayed import write_graph
 
+    pon, sidx, idx, fmt, table, serializer, sort_by, metadata, existing = layout
     return write_graph(
         parts,
         st,
         uuid,
+        base=base,
         result=DatasetMetadataResult,
-        serializer=any_serializer_arg(df_serializer),
+        partition_on=pon,
+        secondary_indices=sidx,
+        index_columns=idx,
+        storage_format=fmt,
+        table_name=table,
+        serializer=any_serializer_arg(serializer),
         sort_partitions_by=str_list(sort_by, "sort_partitions_by"),
+        metadata=_resolve_metadata(metadata, existing),
         **options,
     )
 
@@ -178,21 +190,9 @@ def store_delayed_as_dataset(
         raise InvalidTypeError("overwrite must be a bool.")
     if dataset_exists(st, uuid) and not overwrite:
         raise DatasetExistsError(uuid)
-    return _graph(
-        parts,
-        st,
-        uuid,
-        df_serializer,
-        sort_partitions_by,
-        base=None,
-        partition_on=pon,
-        secondary_indices=sidx,
-        index_columns=sidx,
-        metadata=_resolve_metadata(metadata, {}),
-        storage_format=fmt,
-        table_name=table_name,
-        expect_absent=not overwrite,
-    )
+    layout = (pon, sidx, sidx, fmt, table_name)
+    inputs: tuple[Any, ...] = (df_serializer, sort_partitions_by, metadata, {})
+    return _graph(parts, st, uuid, None, layout + inputs, expect_absent=not overwrite)
 
 
 @fill
@@ -236,23 +236,10 @@ def update_dataset_from_delayed(
     sidx, all_idx = update_indices(base, pon, secondary_indices)
     remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
     existing = base.metadata.metadata if base is not None else {}
-    return _graph(
-        parts,
-        st,
-        uuid,
-        df_serializer,
-        sort_partitions_by,
-        base=base,
-        partition_on=pon,
-        secondary_indices=sidx,
-        index_columns=all_idx,
-        metadata=_resolve_metadata(metadata, existing),
-        storage_format=fmt,
-        table_name=table_name,
-        expect_absent=base is None,
-        remove_labels=remove,
-        create_or_update=True,
-    )
+    layout = (pon, sidx, all_idx, fmt, table_name)
+    inputs = (df_serializer, sort_partitions_by, metadata, existing)
+    options = {"remove_labels": remove, "create_or_update": True}
+    return _graph(parts, st, uuid, base, layout + inputs, expect_absent=base is None, **options)
 
 
 def delete_dataset__delayed(

@@ -252,27 +252,10 @@ def _index_findings(
     indices: dict[str, tuple[str | None, pa.Table]] = {}
     fetched = fetch_many(store, list(header.indices.values()))
     for col, key in header.indices.items():
-        data = fetched[key]
-        if data is None:
-            out.append(
-                Finding(
-                    "error",
-                    "index_file_missing",
-                    uuid,
-                    f"Index file {key!r} of column {col!r} does not exist.",
-                    key,
-                )
-            )
-            continue
-        if isinstance(data, BaseException):
-            out.append(_read_failed(uuid, key, data))
-            continue
-        try:
-            idx = index_from_bytes(data, col, origin=repr(key))
-        except FormatError as e:
-            out.append(Finding("error", "index_file_unreadable", uuid, str(e), key))
-            continue
-        indices[col] = (key, idx)
+        missing = f"Index file {key!r} of column {col!r} does not exist."
+        idx = _decode(out, uuid, key, fetched[key], "index_file", missing, index_from_bytes, col)
+        if idx is not None:
+            indices[col] = (key, idx)
     for col, embedded in header.embedded_indices.items():
         t = schema.field(col).type if schema is not None and col in schema.names else pa.string()
         try:
@@ -282,6 +265,31 @@ def _index_findings(
     for col, (ikey, idx) in indices.items():
         out += index_findings(uuid, col, ikey, idx, header.partitions)
     return indices
+
+
+def _decode(
+    out: list[Finding],
+    uuid: str,
+    key: str,
+    data: bytes | BaseException | None,
+    kind: str,
+    missing: str,
+    decode: Callable[..., Any],
+    *args: Any,
+) -> Any:
+    """``decode(data, *args)`` of a fetched side file, or None after adding its finding:
+    ``<kind>_missing`` (``data`` None), ``read_failed`` or ``<kind>_unreadable``.
+    """
+    if data is None:
+        out.append(Finding("error", f"{kind}_missing", uuid, missing, key))
+    elif isinstance(data, BaseException):
+        out.append(_read_failed(uuid, key, data))
+    else:
+        try:
+            return decode(data, *args, origin=repr(key))
+        except FormatError as e:
+            out.append(Finding("error", f"{kind}_unreadable", uuid, str(e), key))
+    return None
 
 
 def _statistics_findings(
@@ -296,28 +304,10 @@ def _statistics_findings(
     if ref is None or ref.key is None:
         return
     key = ref.key
+    missing = f"Statistics file {key!r} does not exist (rebuild it with build_dataset_statistics)."
     data = fetch_many(store, [key])[key]
-    if data is None:
-        out.append(
-            Finding(
-                "error",
-                "statistics_file_missing",
-                uuid,
-                f"Statistics file {key!r} does not exist (rebuild it with "
-                "build_dataset_statistics).",
-                key,
-            )
-        )
-        return
-    if isinstance(data, BaseException):
-        out.append(_read_failed(uuid, key, data))
-        return
-    try:
-        table = statistics_from_bytes(data, origin=repr(key))
-    except FormatError as e:
-        out.append(Finding("error", "statistics_file_unreadable", uuid, str(e), key))
-        return
-    if table is not None:  # None: a newer layout this version cannot judge
+    table = _decode(out, uuid, key, data, "statistics_file", missing, statistics_from_bytes)
+    if table is not None:  # None: unreadable, or a newer layout this version cannot judge
         out += statistics_findings(uuid, key, table, header.partitions, footer_rows)
 
 
