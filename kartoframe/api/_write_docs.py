@@ -1,13 +1,19 @@
-"""Numpydoc fragments shared by the write fronts (registered with :mod:`kartoframe.api._docs`).
+"""Numpydoc fragments shared by the write fronts.
 
-A docstring line ``$name`` expands to the fragment (see :func:`kartoframe.api._docs.fill`).
+A docstring line that is only ``$name`` expands to the write fragment ``name`` (or to a
+fragment of :mod:`kartoframe.api._docs`), indented as the line.
 """
 
 from __future__ import annotations
 
-from kartoframe.api._docs import FRAGMENTS, fill
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from kartoframe.api._docs import expand
 
 __all__ = ["fill"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 _TXN = (
     "app_id, app_version\n"
@@ -53,13 +59,28 @@ _UPDATE_COMMON = (
     "sort_partitions_by\n"
     "    Sort each written file by these columns."
 )
-FRAGMENTS.update(
-    {
-        "txn": f"{_TXN}\n{_INFO}",
-        "cube_txn": _CUBE_TXN,
-        "cube_evolution": _CUBE_EVOLUTION,
-        "update_common": _UPDATE_COMMON,
-        "dataset_result": "DatasetMetadataResult\n"
-        "    ``.uuid`` of the committed dataset; other attributes load its metadata.",
-    }
-)
+WRITE_FRAGMENTS = {
+    "txn": f"{_TXN}\n{_INFO}",
+    "cube_txn": _CUBE_TXN,
+    "cube_evolution": _CUBE_EVOLUTION,
+    "update_common": _UPDATE_COMMON,
+    "dataset_result": "DatasetMetadataResult\n"
+    "    ``.uuid`` of the committed dataset; other attributes load its metadata.",
+}
+
+
+def fill(func: F) -> F:
+    """Decorator: expand the write fragments, then the shared ones, of the docstring."""
+    doc = func.__doc__
+    if doc is None:  # python -OO
+        return func
+    out: list[str] = []
+    for line in doc.split("\n"):
+        name = line.strip()
+        if name.startswith("$") and name[1:] in WRITE_FRAGMENTS:
+            indent = line[: len(line) - len(line.lstrip())]
+            out += [indent + x for x in WRITE_FRAGMENTS[name[1:]].split("\n")]
+        else:
+            out.append(line)
+    func.__doc__ = expand("\n".join(out))
+    return func

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
-from kartoframe.api.cube_write import CUBE_SERIALIZER, resolve_frame_operation
+from kartoframe.api._args import StoreInput, serializer_arg
+from kartoframe.api.cube_write import CUBE_SERIALIZER, cube_write_front, handles
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.write import ParquetSerializer
@@ -77,19 +77,11 @@ def _write_dask(
     cube: Cube,
     store: StoreInput,
     *,
-    metadata: object = None,
-    overwrite: bool = False,
-    partition_on: object = None,
     shuffle: bool = False,
     num_buckets: int = 1,
     bucket_by: Iterable[str] | None = None,
     df_serializer: ParquetSerializer | None = None,
-    remove_conditions: object = None,
-    dataset_ids: object = None,
-    schema_evolution: object = "none",
-    app_id: object = None,
-    app_version: object = None,
-    commit_info: object = None,
+    **options: Any,
 ) -> Any:
     from dask.delayed import delayed
 
@@ -100,33 +92,17 @@ def _write_dask(
     if not isinstance(num_buckets, int) or isinstance(num_buckets, bool) or num_buckets < 1:
         raise InvalidInputError(f"num_buckets must be an int >= 1, got {num_buckets!r}.")
     buckets = str_tuple(bucket_by, "bucket_by")
-    st = ensure_store(store)
-    fw = resolve_frame_operation(
-        cube,
-        st,
-        operation,
-        _frames(data, cube),
-        partition_on=partition_on,
-        overwrite=overwrite,
-        metadata=metadata,
-        dataset_ids=dataset_ids,
-        remove_conditions=remove_conditions,
-        schema_evolution=schema_evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
+    st, fw = cube_write_front(operation, cube, store, lambda c: _frames(data, c), **options)
     if fw.complete:  # a retried step: every dataset already records the transaction
-        return delayed(dict, pure=True)(fw.handles(st, cube))
+        return delayed(dict, pure=True)(handles(st, cube, fw.done))
     inputs = fw.schema_inputs(
         cube,
         lambda ddf: ddf.columns,
         lambda ds_id, ddf: frame_to_table(ddf._meta, what=f'the meta of dataset "{ds_id}"').schema,
     )
-    plan = fw.plan(cube, operation, inputs, overwrite=overwrite)
     graph = write_graph(
         st,
-        plan,
+        fw.plan(cube, inputs),
         fw.frames,
         serializer_arg(df_serializer or CUBE_SERIALIZER),
         shuffle=shuffle,
@@ -134,7 +110,7 @@ def _write_dask(
         bucket_by=buckets,
         require_rows=operation != "update",
     )
-    return delayed(_results, pure=True)(graph, st, fw.handles(st, cube))
+    return delayed(_results, pure=True)(graph, st, handles(st, cube, fw.done))
 
 
 def build_cube_from_dataframe(
@@ -173,22 +149,7 @@ def build_cube_from_dataframe(
     dask.delayed.Delayed
         Computing it writes the cube and returns ``{dataset_id: handle}``.
     """
-    return _write_dask(
-        "build",
-        data,
-        cube,
-        store,
-        metadata=metadata,
-        overwrite=overwrite,
-        partition_on=partition_on,
-        shuffle=shuffle,
-        num_buckets=num_buckets,
-        bucket_by=bucket_by,
-        df_serializer=df_serializer,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
+    return _write_dask("build", **locals())
 
 
 def extend_cube_from_dataframe(
@@ -210,22 +171,7 @@ def extend_cube_from_dataframe(
 
     ``app_id``, ``app_version`` and ``commit_info`` work as there.
     """
-    return _write_dask(
-        "extend",
-        data,
-        cube,
-        store,
-        metadata=metadata,
-        overwrite=overwrite,
-        partition_on=partition_on,
-        shuffle=shuffle,
-        num_buckets=num_buckets,
-        bucket_by=bucket_by,
-        df_serializer=df_serializer,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
+    return _write_dask("extend", **locals())
 
 
 def append_to_cube_from_dataframe(
@@ -246,21 +192,7 @@ def append_to_cube_from_dataframe(
 
     ``schema_evolution``, ``app_id``, ``app_version`` and ``commit_info`` work as there.
     """
-    return _write_dask(
-        "append",
-        data,
-        cube,
-        store,
-        metadata=metadata,
-        shuffle=shuffle,
-        num_buckets=num_buckets,
-        bucket_by=bucket_by,
-        df_serializer=df_serializer,
-        schema_evolution=schema_evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
+    return _write_dask("append", **locals())
 
 
 def update_cube_from_dataframe(
@@ -284,20 +216,4 @@ def update_cube_from_dataframe(
     See :func:`kartoframe.update_cube` (``schema_evolution``, ``app_id``, ``app_version``
     and ``commit_info`` work as there).
     """
-    return _write_dask(
-        "update",
-        data,
-        cube,
-        store,
-        metadata=metadata,
-        shuffle=shuffle,
-        num_buckets=num_buckets,
-        bucket_by=bucket_by,
-        df_serializer=df_serializer,
-        remove_conditions=remove_conditions,
-        dataset_ids=ktk_cube_dataset_ids,
-        schema_evolution=schema_evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
+    return _write_dask("update", **locals())

@@ -24,7 +24,6 @@ import pyarrow as pa
 
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_write, delete_files
 from kartoframe.format import naming
-from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.cube import CUBE_TABLE, Cube
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, encode_header
@@ -261,6 +260,6 @@ def _commit_dataset(
         expect_absent=before is None,
         empty_schema=w.schema,
         schema_evolution=plan.schema_evolution,
-        commit=CommitOptions(plan.app_id, plan.app_version, plan.commit_info),
+        commit=plan.commit,
         operation_parameters={"cube_operation": plan.operation},
     )

@@ -9,14 +9,10 @@ import pyarrow as pa
 
 from kartoframe.api._args import (
     StoreInput,
-    ensure_store,
     serializer_arg,
 )
 from kartoframe.api.write import (
     DatasetMetadataResult,
-)
-from kartoframe.errors import (
-    InvalidTypeError,
 )
 from kartoframe.execution import spark_engine
 from kartoframe.execution.write import ParquetSerializer
@@ -62,61 +58,40 @@ def _write_cube(
     cube: Cube,
     store: StoreInput,
     *,
-    metadata: object = None,
-    overwrite: bool = False,
-    partition_on: object = None,
     df_serializer: ParquetSerializer | None = None,
-    remove_conditions: object = None,
-    dataset_ids: object = None,
     repartition: bool = True,
-    schema_evolution: object = "none",
-    app_id: object = None,
-    app_version: object = None,
-    commit_info: object = None,
+    **options: Any,
 ) -> dict[str, DatasetMetadataResult]:
     """Validate everything the schemas allow, plan, then let Spark write and commit."""
-    from kartoframe.api.cube_write import CUBE_SERIALIZER, resolve_frame_operation
+    from kartoframe.api.cube_write import CUBE_SERIALIZER, cube_write_front, handles
     from kartoframe.execution.spark_cube_write import write_cube_sdfs
 
     spark_engine.require_pyspark()
-    if not isinstance(cube, Cube):
-        raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
-    st = ensure_store(store)
-    spark_engine.check_store(st)
-    fw = resolve_frame_operation(
-        cube,
-        st,
+    st, fw = cube_write_front(
         operation,
-        _cube_frames(data, cube),
-        partition_on=partition_on,
-        overwrite=overwrite,
-        metadata=metadata,
-        dataset_ids=dataset_ids,
-        remove_conditions=remove_conditions,
-        schema_evolution=schema_evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
+        cube,
+        store,
+        lambda c: _cube_frames(data, c),
+        check_store=spark_engine.check_store,
+        **options,
     )
     if fw.complete:  # a retried step: every dataset already records the transaction
-        return fw.handles(st, cube)
+        return handles(st, cube, fw.done)
 
     def schema(ds_id: str, sdf: DataFrame) -> pa.Schema:
         base = fw.existing.get(ds_id) if operation in ("append", "update") else None
         return _conformed_schema(sdf, base.schema if base is not None else None)[0]
 
-    inputs = fw.schema_inputs(cube, lambda sdf: sdf.columns, schema)
-    plan = fw.plan(cube, operation, inputs, overwrite=overwrite)
     headers = write_cube_sdfs(
         st,
-        plan,
+        fw.plan(cube, fw.schema_inputs(cube, lambda sdf: sdf.columns, schema)),
         {k: v for k, v in fw.frames.items() if v is not None},
         serializer_arg(df_serializer or CUBE_SERIALIZER),
         repartition=repartition,
         require_rows=operation != "update",
     )
     return {
-        **fw.handles(st, cube),
+        **handles(st, cube, fw.done),
         **{k: DatasetMetadataResult(h.uuid, st) for k, h in headers.items()},
     }
 
@@ -161,20 +136,7 @@ def build_cube_from_sdf(
     dict
         Dataset id -> handle of the committed dataset.
     """
-    return _write_cube(
-        "build",
-        data,
-        cube,
-        store,
-        metadata=metadata,
-        overwrite=overwrite,
-        partition_on=partition_on,
-        df_serializer=df_serializer,
-        repartition=repartition,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
+    return _write_cube("build", **locals())
 
 
 def extend_cube_from_sdf(
@@ -195,20 +157,7 @@ def extend_cube_from_sdf(
 
     See :func:`kartoframe.extend_cube` and :func:`build_cube_from_sdf`.
     """
-    return _write_cube(
-        "extend",
-        data,
-        cube,
-        store,
-        metadata=metadata,
-        overwrite=overwrite,
-        partition_on=partition_on,
-        df_serializer=df_serializer,
-        repartition=repartition,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
+    return _write_cube("extend", **locals())
 
 
 def append_to_cube_from_sdf(
@@ -230,19 +179,7 @@ def append_to_cube_from_sdf(
     :func:`build_cube_from_sdf` (``repartition``, ``app_id``, ``app_version``,
     ``commit_info``).
     """
-    return _write_cube(
-        "append",
-        data,
-        cube,
-        store,
-        metadata=metadata,
-        df_serializer=df_serializer,
-        repartition=repartition,
-        schema_evolution=schema_evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
+    return _write_cube("append", **locals())
 
 
 def update_cube_from_sdf(
@@ -266,18 +203,4 @@ def update_cube_from_sdf(
     :func:`build_cube_from_sdf` (``repartition``, ``app_id``, ``app_version``,
     ``commit_info``).
     """
-    return _write_cube(
-        "update",
-        data,
-        cube,
-        store,
-        metadata=metadata,
-        df_serializer=df_serializer,
-        remove_conditions=remove_conditions,
-        dataset_ids=ktk_cube_dataset_ids,
-        repartition=repartition,
-        schema_evolution=schema_evolution,
-        app_id=app_id,
-        app_version=app_version,
-        commit_info=commit_info,
-    )
+    return _write_cube("update", **locals())
