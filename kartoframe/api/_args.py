@@ -97,9 +97,16 @@ def check_metadata_version(version: object) -> None:
         raise InvalidInputError(f"Only metadata version 4 is supported, got {version!r}.")
 
 
-def dataset_args(dataset_uuid: object, store: Any, factory: object = None) -> tuple[str, Store]:
-    """``(uuid, Store)`` of the dataset arguments (or plateau's ``factory=``), validated."""
+def dataset_args(
+    dataset_uuid: object, store: Any, factory: object = None, *, uuid_first: bool = False
+) -> tuple[str, Store]:
+    """``(uuid, Store)`` of the dataset arguments (or plateau's ``factory=``), validated
+    (the store first, unless ``uuid_first``: the order of the checks the function had).
+    """
     dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
+    if uuid_first:
+        uuid = check_uuid(dataset_uuid)
+        return uuid, ensure_store(store)
     st = ensure_store(store)
     return check_uuid(dataset_uuid), st
 

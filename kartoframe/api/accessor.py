@@ -59,6 +59,8 @@ def _forwards(module: str, name: str) -> Callable[[F], F]:
         start, end = doc.find("    Parameters\n"), doc.find("    Examples\n")
         body = doc[start : end if end >= 0 else None].rstrip() if start >= 0 else ""
         calls = f"    Calls :func:`kartoframe.{name}`; ``options`` are its keywords."
+        if module.startswith("cube"):
+            calls += "\n    NotImplementedError if this build of kartoframe has no cube support."
         head = (method.__doc__ or "").strip()
         method.__doc__ = f"{head}\n\n{calls}\n\n{body}\n" if body else f"{head}\n\n{calls}\n"
         return method

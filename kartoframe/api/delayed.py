@@ -83,7 +83,7 @@ def read_dataset_as_delayed(
     de.dask_modules()
     if not isinstance(predicate_pushdown_to_io, bool):
         raise InvalidInputError("predicate_pushdown_to_io must be a bool.")
-    uuid, st = dataset_args(dataset_uuid, store, factory)
+    uuid, st = dataset_args(dataset_uuid, store, factory, uuid_first=True)
     plan, st, loaded, output = plan_ddf_read(
         uuid,
         st,
@@ -223,7 +223,7 @@ def update_dataset_from_delayed(
     """
     del metadata_merger
     parts = _tasks(delayed_tasks)
-    uuid, st = dataset_args(dataset_uuid, store, factory)
+    uuid, st = dataset_args(dataset_uuid, store, factory, uuid_first=True)
     check_metadata_version(default_metadata_version)
     fmt = check_format(metadata_storage_format)
     naming.validate_name(table_name, "table_name")
@@ -252,7 +252,7 @@ def delete_dataset__delayed(
     """
     from dask.delayed import delayed
 
-    uuid, st = dataset_args(dataset_uuid, store, factory)
+    uuid, st = dataset_args(dataset_uuid, store, factory, uuid_first=True)
     return delayed(delete_dataset, pure=False)(uuid, st)
 
 
@@ -282,7 +282,7 @@ def garbage_collect_dataset__delayed(
     from kartoframe.execution.graph_delayed import delete_graph
 
     size = check_positive_int(chunk_size, "chunk_size")
-    uuid, st = dataset_args(dataset_uuid, store, factory)
+    uuid, st = dataset_args(dataset_uuid, store, factory, uuid_first=True)
     keys = garbage_collect_dataset(
         uuid, st, retention_hours, dry_run=True, grace_hours=grace_hours, force=force
     )
