@@ -70,7 +70,6 @@ OVERSIZE: dict[str, str] = {
     "plan/cube_query.py": _SPLIT,
     "plan/cube_write.py": _SPLIT,
     "spark.py": _SPLIT,
-    "storage/store.py": "split in step 4 of this change",
 }
 
 #: Import cycles (the set of modules of a cycle) that are still there, with the reason.

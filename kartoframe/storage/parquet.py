@@ -13,7 +13,8 @@ import pyarrow.parquet as pq
 
 from kartoframe.errors import CorruptDataError, KartoframeError, MissingDataFileError
 from kartoframe.format.arrow_memory import reader
-from kartoframe.storage.store import Store, local_makedirs
+from kartoframe.storage.local_files import local_makedirs
+from kartoframe.storage.store import Store
 
 __all__ = [
     "data_key_location",

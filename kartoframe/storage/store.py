@@ -9,7 +9,9 @@ connections, 5xx answers surfaced as ``OSError``) are retried with exponential b
 and jitter; when the attempts are exhausted, or the failure is permanent (permission
 denied, read-only or full disk), a :class:`~kartoframe.errors.StorageError` is raised.
 A missing key is not a failure of the store: it raises ``FileNotFoundError`` (or returns
-None / False, depending on the verb) and is never retried.
+None / False, depending on the verb) and is never retried. The failure policy is
+:mod:`kartoframe.storage.failures`, URLs and hiding secrets :mod:`kartoframe.storage.urls`,
+atomic local writes :mod:`kartoframe.storage.local_files`.
 """
 
 from __future__ import annotations
@@ -17,11 +19,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import random
-import sys
 import threading
-import time
-import uuid as _uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import IO, Any, TypeVar
 from urllib.parse import urlsplit
@@ -30,59 +28,21 @@ import fsspec
 import pyarrow.fs as pafs
 
 from kartoframe.errors import (
-    CorruptMetadataError,
     InvalidInputError,
     InvalidTypeError,
-    KartoframeError,
-    MissingBucketError,
     MissingDependencyError,
-    StorageCredentialsError,
     StorageError,
-    UnsafePathError,
 )
 from kartoframe.storage import kvstore
+from kartoframe.storage.failures import RetryingStore
+from kartoframe.storage.keys import check_key, directory_at
+from kartoframe.storage.local_files import local_publish, prune_empty_dirs
+from kartoframe.storage.urls import filesystem_class, redact_options, redact_url, url_options
 
 __all__ = ["Store", "ensure_store"]
 
 T = TypeVar("T")
 
-#: Errors that describe the state of a key, not a failure of the store.
-_NOT_TRANSIENT = (
-    FileNotFoundError,
-    FileExistsError,
-    PermissionError,
-    IsADirectoryError,
-    NotADirectoryError,
-)
-#: ``OSError`` numbers that retrying cannot fix.
-_PERMANENT_ERRNOS = frozenset(
-    {
-        errno.ENOSPC,
-        errno.EROFS,
-        errno.EACCES,
-        errno.EPERM,
-        errno.EINVAL,
-        errno.ENOENT,
-        errno.EEXIST,
-        errno.EISDIR,
-        errno.ENOTDIR,
-        errno.ENAMETOOLONG,
-        errno.EDQUOT,
-        errno.EBADF,
-    }
-)
-_SECRET_WORDS = (
-    "key",
-    "secret",
-    "token",
-    "pass",
-    "credential",
-    "sas",
-    "signature",
-    "connection_string",
-    "auth",
-    "private",
-)
 #: Object stores whose fsspec implementation keeps a listings cache; kartoframe turns it
 #: off (unless the caller sets ``use_listings_cache``) because other processes write.
 _LISTING_CACHE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "az", "adl", "abfss"})
@@ -90,100 +50,10 @@ _LISTING_CACHE_PROTOCOLS = frozenset({"s3", "s3a", "gs", "gcs", "abfs", "az", "a
 #: ``pipe_file(mode="create")`` (``If-None-Match: *``), including empty objects.
 _PIPE_CREATE_PROTOCOLS = frozenset({"s3", "s3a"})
 _MISSING_PACKAGE = {"s3": ("s3fs", "s3"), "s3a": ("s3fs", "s3")}
-#: Verbs that create objects: on an object store they fail "not found" only for a
-#: missing bucket or container.
-_WRITE_VERBS = frozenset({"put", "put_if_absent", "write"})
 _memory_lock = threading.Lock()
 
 
-def _is_secret(name: object) -> bool:
-    low = str(name).lower()
-    return any(w in low for w in _SECRET_WORDS)
-
-
-def _is_secret_param(name: str) -> bool:
-    """Whether a URL query parameter holds a secret (``sig`` of an Azure SAS URL...)."""
-    return _is_secret(name) or name.lower() == "sig"
-
-
-def _redact(value: Any) -> Any:
-    """A copy of storage options with every secret-looking value replaced by ``***``.
-
-    Values under a secret-looking name (``key``, ``secret``, ``token``, ``pass``...) at any
-    depth are replaced; URLs anywhere (``endpoint_url``, proxies) lose their password.
-    """
-    if isinstance(value, dict):
-        return {k: "***" if _is_secret(k) else _redact(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_redact(v) for v in value)
-    if isinstance(value, str):
-        return _redact_url(value)
-    return value
-
-
-def _secret_values(value: Any, inside_secret: bool = False) -> list[str]:
-    """Every string stored under a secret-looking option name (recursively)."""
-    out: list[str] = []
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _secret_values(v, inside_secret or _is_secret(k))
-    elif isinstance(value, list | tuple):
-        for v in value:
-            out += _secret_values(v, inside_secret)
-    elif isinstance(value, str | bytes) and value:
-        text = value.decode(errors="replace") if isinstance(value, bytes) else value
-        if inside_secret:
-            out.append(text)
-        out += _url_secrets(text)  # a password or signature inside a URL, at any depth
-    return out
-
-
-def _url_secrets(text: str) -> list[str]:
-    """The password and secret-looking query values of a URL (e.g. a proxy URL)."""
-    if "://" not in text:
-        return []
-    out = [pw] if (pw := _url_password(text)) else []
-    try:
-        query = urlsplit(text).query
-    except ValueError:
-        return out
-    for name, _, val in (part.partition("=") for part in query.split("&")):
-        if val and _is_secret_param(name):
-            out.append(val)
-    return out
-
-
-def _redact_url(url: str) -> str:
-    """Hide a URL's password (``proto://user:password@host/...``) and secret values.
-
-    Values of secret-looking query parameters (``?sig=...``, ``?token=...``) are hidden too.
-    """
-    if "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    netloc, sep, path = rest.partition("/")
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{host}"
-    if "?" in path:
-        path, query = path.split("?", 1)
-        parts = [p.partition("=") for p in query.split("&")]
-        path += "?" + "&".join(
-            f"{n}{eq}***" if v and _is_secret_param(n) else f"{n}{eq}{v}" for n, eq, v in parts
-        )
-    return f"{scheme}://{netloc}{sep}{path}"
-
-
-def _url_password(url: str) -> str | None:
-    try:
-        return urlsplit(url).password
-    except ValueError:
-        return None
-
-
-class Store:
+class Store(RetryingStore):
     """A location holding datasets: a local folder, memory, or an object-store prefix.
 
     Parameters
@@ -253,14 +123,14 @@ class Store:
             if filesystem is None and scheme not in fsspec.available_protocols():
                 raise InvalidInputError(
                     f"Unknown storage protocol {scheme!r} in store URL "
-                    f"{_redact_url(url)!r}; known: file, memory, s3, gs, abfs, ... "
+                    f"{redact_url(url)!r}; known: file, memory, s3, gs, abfs, ... "
                     "(any fsspec protocol)."
                 )
             self._protocol = scheme
             self._root = url.split("://", 1)[1].rstrip("/")
             self.url = url.rstrip("/")
-            if _url_options(scheme, self.url):  # ftp://user:pw@host:port/dir, abfs://c@acct/...
-                self._root = _filesystem_class(scheme)._strip_protocol(self.url).rstrip("/")
+            if url_options(scheme, self.url):  # ftp://user:pw@host:port/dir, abfs://c@acct/...
+                self._root = filesystem_class(scheme)._strip_protocol(self.url).rstrip("/")
         self.storage_options = dict(storage_options)
         self.retries = max(1, retries)
         self._filesystem = filesystem
@@ -287,7 +157,7 @@ class Store:
         self._fs = self._filesystem
 
     def __repr__(self) -> str:
-        opts = f", {_redact(self.storage_options)}" if self.storage_options else ""
+        opts = f", {redact_options(self.storage_options)}" if self.storage_options else ""
         return f"Store({self.display_url!r}{opts})"
 
     def __eq__(self, other: object) -> bool:
@@ -302,7 +172,7 @@ class Store:
     @property
     def display_url(self) -> str:
         """The URL with any embedded password hidden (safe for messages and logs)."""
-        return _redact_url(self.url)
+        return redact_url(self.url)
 
     @property
     def protocol(self) -> str:
@@ -326,7 +196,7 @@ class Store:
             return fsspec.filesystem("file", auto_mkdir=True)
         # what the URL itself says (host, port, user, password of ftp://user:pw@host/dir),
         # overridden by explicit storage options
-        options = {**_url_options(self._protocol, self.url), **self.storage_options}
+        options = {**url_options(self._protocol, self.url), **self.storage_options}
         if self._protocol in _LISTING_CACHE_PROTOCOLS:
             options.setdefault("use_listings_cache", False)
         try:
@@ -342,13 +212,13 @@ class Store:
             err = InvalidInputError(
                 f"Cannot open store {self.display_url} with the {self._protocol!r} filesystem: "
                 f"{type(e).__name__}: {self._safe_message(e)}. Check the URL and the storage "
-                f"options ({', '.join(sorted(_redact(options))) or 'none given'})."
+                f"options ({', '.join(sorted(redact_options(options))) or 'none given'})."
             )
             raise err from (e if self._safe_message(e) == str(e) else None)
 
     def path(self, key: str) -> str:
         """The filesystem path of a key (after checking it is safe)."""
-        _check_key(key)
+        check_key(key)
         return f"{self._root}/{key}" if self._root else key
 
     def _key_of(self, path: str) -> str | None:
@@ -364,83 +234,6 @@ class Store:
         if stripped.startswith(root + "/"):
             return stripped[len(root) + 1 :] or None
         return None
-
-    # -- retries ---------------------------------------------------------------------
-    def _safe_message(self, e: BaseException) -> str:
-        text = str(e)
-        secrets = _secret_values(self.storage_options) + _url_secrets(self.url)
-        for s in sorted(set(secrets), key=len, reverse=True):
-            text = text.replace(s, "***")
-        return text
-
-    def _error(self, what: str, key: str, e: BaseException, attempts: int) -> StorageError:
-        err = StorageError(
-            f"{what} of {key!r} in {self.display_url} failed after {attempts} "
-            f"attempt(s): {type(e).__name__}: {self._safe_message(e)}"
-        )
-        err.errno = getattr(e, "errno", None)
-        return err
-
-    def _chain(self, err: StorageError, e: BaseException) -> StorageError:
-        """``err`` with ``e`` as its cause, unless ``e``'s message holds a secret."""
-        err.__cause__ = e if self._safe_message(e) == str(e) else None
-        err.__suppress_context__ = True
-        return err
-
-    def _missing_bucket(self, what: str, key: str, e: FileNotFoundError) -> StorageError | None:
-        """A :class:`MissingBucketError` if ``e`` says the bucket/container is missing.
-
-        On an object store a write cannot fail with "not found" for any other reason.
-        """
-        if self.is_local or self._protocol == "memory":
-            return None
-        if not (what in _WRITE_VERBS or _says_no_bucket(e)):
-            return None
-        bucket = self._root.strip("/").split("/", 1)[0]
-        return self._chain(
-            MissingBucketError(
-                f"{what} of {key!r} in {self.display_url} failed: the bucket (or container) "
-                f"{bucket!r} does not exist or is not visible with these credentials. Create "
-                f"it first; kartoframe does not create buckets. ({self._safe_message(e)})"
-            ),
-            e,
-        )
-
-    def _credentials_error(self, what: str, key: str, e: BaseException) -> StorageError:
-        return self._chain(
-            StorageCredentialsError(
-                f"{what} of {key!r} in {self.display_url} failed: the store found no usable "
-                f"credentials or refused them ({type(e).__name__}: {self._safe_message(e)}). "
-                "Pass them as storage options (e.g. key=..., secret=... for S3) or configure "
-                "the provider's usual environment variables or profile."
-            ),
-            e,
-        )
-
-    def _call(self, what: str, key: str, fn: Callable[[], T]) -> T:
-        delay = 0.05
-        for attempt in range(1, self.retries + 1):
-            try:
-                return fn()
-            except KartoframeError:
-                raise
-            except FileNotFoundError as e:
-                bucket_error = self._missing_bucket(what, key, e)
-                if bucket_error is not None:
-                    raise bucket_error from bucket_error.__cause__
-                raise
-            except Exception as e:
-                if _is_credentials_failure(e):
-                    cred_error = self._credentials_error(what, key, e)
-                    raise cred_error from cred_error.__cause__
-                if not _is_store_failure(e):
-                    raise
-                if attempt >= self.retries or not _transient(e):
-                    err = self._chain(self._error(what, key, e, attempt), e)
-                    raise err from err.__cause__
-                time.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 2.0)
-        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- verbs -----------------------------------------------------------------------
     def get(self, key: str) -> bytes:
@@ -494,7 +287,7 @@ class Store:
         """Write a key atomically (readers see the old or the new content)."""
         path = self.path(key)
         if self.is_local:
-            self._call("put", key, lambda: _local_publish(path, data, replace=True))
+            self._call("put", key, lambda: local_publish(path, data, replace=True))
         else:
             self._call("put", key, lambda: self.fs.pipe_file(path, data))
 
@@ -512,9 +305,9 @@ class Store:
         """
         path = self.path(key)
         if self.is_local:
-            created = self._call("put_if_absent", key, lambda: _local_publish(path, data, False))
+            created = self._call("put_if_absent", key, lambda: local_publish(path, data, False))
             if not created and os.path.isdir(path):
-                raise _directory_at(key, self.display_url)
+                raise directory_at(key, self.display_url)
             return created
         attempts = 0
 
@@ -526,7 +319,7 @@ class Store:
                     with _memory_lock:
                         below = self._memory_paths(path)
                         if (below is None and self.fs.isdir(path)) or below:
-                            raise _directory_at(key, self.display_url)
+                            raise directory_at(key, self.display_url)
                         if self.fs.exists(path):
                             raise FileExistsError(path)
                         self.fs.pipe_file(path, data)
@@ -564,7 +357,7 @@ class Store:
 
         self._call("delete", key, _rm)
         if self.is_local:
-            _prune_empty_dirs(os.path.dirname(path), self._root)
+            prune_empty_dirs(os.path.dirname(path), self._root)
 
     def delete_many(self, keys: Iterable[str]) -> None:
         """Delete several keys (missing ones are ignored).
@@ -617,7 +410,7 @@ class Store:
         if prefix:
             if not isinstance(prefix, str):
                 raise InvalidTypeError(f"A key prefix must be a string, got {prefix!r}.")
-            _check_key(prefix, allow_trailing=True)
+            check_key(prefix, allow_trailing=True)
         base, _, _ = prefix.rpartition("/")
         return self.path(base) if base else self._root
 
@@ -753,180 +546,6 @@ class Store:
 
 def _as_bytes(data: Any) -> bytes:
     return data if isinstance(data, bytes) else bytes(data)
-
-
-def _client_failure_types() -> tuple[type[BaseException], ...]:
-    """Transport errors of object-store clients that do not derive from ``OSError``.
-
-    Only clients that are already imported are looked at (no import cost).
-    """
-    out: list[type[BaseException]] = []
-    botocore = sys.modules.get("botocore.exceptions")
-    if botocore is not None:
-        out += [botocore.ConnectionError, botocore.HTTPClientError]
-    aiohttp = sys.modules.get("aiohttp")
-    if aiohttp is not None:
-        out += [aiohttp.ClientConnectionError, aiohttp.ClientPayloadError]
-    azure = sys.modules.get("azure.core.exceptions")
-    if azure is not None:
-        out += [azure.ServiceRequestError, azure.ServiceResponseError]
-    return tuple(out)
-
-
-def _is_store_failure(e: BaseException) -> bool:
-    """Whether ``e`` is a failure of the store (I/O), as opposed to a programming error."""
-    return isinstance(e, (OSError, TimeoutError, ConnectionError, *_client_failure_types()))
-
-
-def _filesystem_class(protocol: str) -> Any:
-    return fsspec.get_filesystem_class(protocol)
-
-
-def _url_options(protocol: str, url: str) -> dict[str, Any]:
-    """Filesystem options a URL carries in its authority (``user:pw@host:port``).
-
-    Only looked at when the URL has user info or a port, so plain object-store URLs
-    (``s3://bucket/prefix``) do not import their filesystem here.
-    """
-    netloc = url.split("://", 1)[1].split("/", 1)[0]
-    if "@" not in netloc and ":" not in netloc:
-        return {}
-    try:
-        options = _filesystem_class(protocol)._get_kwargs_from_urls(url)
-    except Exception:  # an implementation that cannot parse its own URLs: no options
-        return {}
-    return dict(options) if isinstance(options, dict) else {}
-
-
-def _is_credentials_failure(e: BaseException) -> bool:
-    """Whether ``e`` is an object-store client's "no (valid) credentials" error.
-
-    Only clients that are already imported are looked at (no import cost).
-    """
-    types: list[type[BaseException]] = []
-    botocore = sys.modules.get("botocore.exceptions")
-    if botocore is not None:
-        types += [
-            botocore.NoCredentialsError,
-            botocore.PartialCredentialsError,
-            botocore.CredentialRetrievalError,
-        ]
-    google = sys.modules.get("google.auth.exceptions")
-    if google is not None:
-        types += [google.DefaultCredentialsError, google.RefreshError]
-    azure = sys.modules.get("azure.core.exceptions")
-    if azure is not None:
-        types += [azure.ClientAuthenticationError]
-    return isinstance(e, tuple(types))
-
-
-def _says_no_bucket(e: BaseException) -> bool:
-    """Whether an error (or its cause) says that the bucket or container does not exist."""
-    seen: BaseException | None = e
-    for _ in range(4):
-        if seen is None:
-            return False
-        name = type(seen).__name__
-        text = str(seen).lower()
-        if name in ("NoSuchBucket", "ContainerNotFound", "ResourceNotFoundError") and (
-            "bucket" in text or "container" in text or name == "NoSuchBucket"
-        ):
-            return True
-        if "bucket does not exist" in text or "container does not exist" in text:
-            return True
-        if "nosuchbucket" in text or "containernotfound" in text:
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
-
-
-def _transient(e: BaseException) -> bool:
-    """Whether retrying may help."""
-    if isinstance(e, _NOT_TRANSIENT):
-        return False
-    if isinstance(e, TimeoutError | ConnectionError):
-        return True
-    if isinstance(e, OSError):
-        return e.errno not in _PERMANENT_ERRNOS
-    return isinstance(e, _client_failure_types())
-
-
-def _check_key(key: str, allow_trailing: bool = False) -> None:
-    if not isinstance(key, str) or not key:
-        raise UnsafePathError(f"Invalid key {key!r}.")
-    if key.startswith("/") or "\\" in key or "\x00" in key or "://" in key:
-        raise UnsafePathError(f"Unsafe key {key!r}: absolute or with forbidden characters.")
-    parts = key.split("/")
-    if allow_trailing and parts and parts[-1] == "":
-        parts = parts[:-1]
-    for p in parts:
-        if p in ("", ".", ".."):
-            raise UnsafePathError(f"Unsafe key {key!r}: empty, '.' or '..' component.")
-
-
-def _directory_at(key: str, where: str) -> CorruptMetadataError:
-    """The error for a folder found where a key must be created (a corrupt layout)."""
-    return CorruptMetadataError(
-        f"Cannot create {key!r} in {where}: a directory exists at that key. No writer "
-        "creates directories there, so the dataset's layout is corrupt; remove it by hand."
-    )
-
-
-def _prune_empty_dirs(directory: str, root: str) -> None:
-    """Remove empty folders from ``directory`` up to (not including) ``root``.
-
-    Object stores have no empty "directories"; removing them after a delete keeps local
-    listings the same. A folder a concurrent writer fills again is left alone (rmdir
-    fails on a non-empty folder), and writers recreate a folder pruned under them (see
-    :func:`local_makedirs`).
-    """
-    while directory != root and directory.startswith(root + os.sep):
-        try:
-            os.rmdir(directory)
-        except OSError:
-            return
-        directory = os.path.dirname(directory)
-
-
-def local_makedirs(path: str, write: Callable[[], T], attempts: int = 5) -> T:
-    """Create the parent folders of ``path`` and call ``write``.
-
-    ``write`` is repeated if the folder vanished before it created its file (a
-    concurrent delete pruned the then-empty folder).
-    """
-    for attempt in range(attempts):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        try:
-            return write()
-        except FileNotFoundError:
-            if attempt + 1 == attempts or os.path.isdir(os.path.dirname(path)):
-                raise
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def _local_publish(path: str, data: bytes, replace: bool) -> bool:
-    directory = os.path.dirname(path)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp-{_uuid.uuid4().hex}")
-
-    def _write_tmp() -> None:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-
-    local_makedirs(tmp, _write_tmp)
-    try:
-        if replace:
-            os.replace(tmp, path)
-            return True
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
-        return True
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
 
 
 def ensure_store(store: Store | str | os.PathLike[str] | Callable[[], Any]) -> Store:
