@@ -12,16 +12,17 @@ multi-dataset write is in progress. Maintenance (delete, copy, cleanup, stats) l
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api.read import DatasetMetadata, statistics_for_integers
+from kartoframe.api.read import DatasetMetadata
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError, InvalidTypeError
 from kartoframe.execution.cube_join import run_merged
+from kartoframe.execution.read_resolve import resolve_cube_query
 from kartoframe.format.cube import (
     SEPARATOR,
     Cube,
@@ -33,15 +34,8 @@ from kartoframe.format.cube import (
 )
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.plan.conditions import ConditionsArg
-from kartoframe.plan.cube_query import (
-    CubeQueryPlan,
-    determine_intention,
-    plan_query,
-    relevant_datasets,
-    required_indices,
-    required_statistics,
-)
-from kartoframe.storage.resolve import load_dataset, load_indices, load_statistics
+from kartoframe.plan.cube_query import CubeQueryPlan
+from kartoframe.storage.resolve import load_dataset
 from kartoframe.storage.store import Store
 
 if TYPE_CHECKING:
@@ -99,7 +93,13 @@ def load_cube_datasets(
 
 
 def _checked(cube: Cube, store: Store, filter_ids: object = None) -> dict[str, LoadedDataset]:
-    datasets = load_cube_datasets(store, cube.uuid_prefix, filter_ids)
+    return _selected(cube, load_cube_datasets(store, cube.uuid_prefix, filter_ids), filter_ids)
+
+
+def _selected(
+    cube: Cube, datasets: Mapping[str, LoadedDataset], filter_ids: object = None
+) -> dict[str, LoadedDataset]:
+    """The requested datasets of the loaded ones, checked against the cube rules."""
     wanted = _filter_arg(filter_ids)
     if wanted is not None:
         missing = sorted(wanted - set(datasets))
@@ -107,8 +107,9 @@ def _checked(cube: Cube, store: Store, filter_ids: object = None) -> dict[str, L
             raise InvalidInputError(
                 f"Could not find the following requested datasets: {', '.join(missing)}"
             )
+        datasets = {k: v for k, v in datasets.items() if k in wanted}
     check_datasets({k: member_from_loaded(k, v) for k, v in datasets.items()}, cube)
-    return datasets
+    return dict(datasets)
 
 
 def discover_datasets_unchecked(
@@ -131,10 +132,7 @@ def discover_datasets_unchecked(
         Dataset id -> :class:`kartoframe.DatasetMetadata`.
     """
     st = ensure_store(store)
-    return {
-        k: DatasetMetadata(v, st)
-        for k, v in load_cube_datasets(st, uuid_prefix, filter_ktk_cube_dataset_ids).items()
-    }
+    return _metadata(st, load_cube_datasets(st, uuid_prefix, filter_ktk_cube_dataset_ids))
 
 
 def discover_datasets(
@@ -148,10 +146,7 @@ def discover_datasets(
         A requested dataset is missing or a cube rule is broken (e.g. no seed).
     """
     st = ensure_store(store)
-    return {
-        k: DatasetMetadata(v, st)
-        for k, v in _checked(cube, st, filter_ktk_cube_dataset_ids).items()
-    }
+    return _metadata(st, _checked(cube, st, filter_ktk_cube_dataset_ids))
 
 
 def discover_cube(
@@ -182,12 +177,23 @@ def discover_cube(
     FormatError
         No seed, several seeds, or unrecoverable metadata.
     """
+    return discover_with_datasets(uuid_prefix, store, filter_ktk_cube_dataset_ids)[0]
+
+
+def discover_with_datasets(
+    uuid_prefix: str, store: StoreInput, filter_ids: object = None
+) -> tuple[Cube, dict[str, DatasetMetadata]]:
+    """:func:`discover_cube` and :func:`discover_datasets` with one load of the headers."""
     st = ensure_store(store)
-    datasets = load_cube_datasets(st, uuid_prefix, filter_ktk_cube_dataset_ids)
+    datasets = load_cube_datasets(st, uuid_prefix, filter_ids)
     members = {k: member_from_loaded(k, v) for k, v in datasets.items()}
     cube = cube_from_members(uuid_prefix, members)
     check_datasets(members, cube)
-    return cube
+    return cube, _metadata(st, datasets)
+
+
+def _metadata(store: Store, datasets: Mapping[str, LoadedDataset]) -> dict[str, DatasetMetadata]:
+    return {k: DatasetMetadata(v, store) for k, v in datasets.items()}
 
 
 # -- queries -----------------------------------------------------------------------------
@@ -202,6 +208,8 @@ def plan_cube_query(
     partition_by: Iterable[str] | None = None,
     payload_columns: Iterable[str] | None = None,
     consistent_integers: bool = False,
+    *,
+    loaded: Mapping[str, DatasetMetadata] | None = None,
 ) -> tuple[CubeQueryPlan, Store]:
     """Resolve the cube's metadata and plan a query (no data file is opened).
 
@@ -210,7 +218,9 @@ def plan_cube_query(
     per-file statistics of the datasets whose conditions could use them (see
     ``docs/statistics.md``), and returns the plan engines run. ``consistent_integers``
     (engines running groups separately: dask) decides the integer dtypes of every group's
-    frame at planning time, loading the statistics for their null counts.
+    frame at planning time, loading the statistics for their null counts. ``loaded``: the
+    cube's datasets as :func:`discover_with_datasets` returned them (their headers are not
+    loaded again).
 
     Raises
     ------
@@ -223,44 +233,21 @@ def plan_cube_query(
     st = ensure_store(store)
     if isinstance(datasets, str):
         datasets = [datasets]
-    loaded = _checked(cube, st, datasets)
-    schemas = {k: v.schema for k, v in loaded.items()}
-    indexed = {
-        k: set(v.metadata.partition_keys)
-        | set(v.metadata.indices)
-        | set(v.metadata.embedded_indices)
-        for k, v in loaded.items()
-    }
-    intention = determine_intention(
+    if loaded is None:
+        members = _checked(cube, st, datasets)
+    else:
+        members = _selected(cube, {k: md._loaded for k, md in loaded.items()}, datasets)
+    plan = resolve_cube_query(
+        st,
         cube,
-        schemas,
-        indexed,
+        members,
         conditions=conditions,
         dimension_columns=dimension_columns,
         partition_by=partition_by,
         payload_columns=payload_columns,
+        consistent_integers=consistent_integers,
     )
-    relevant = relevant_datasets(cube, schemas, intention)
-    loaded = {k: v for k, v in loaded.items() if k in relevant}
-    need = required_indices(intention, loaded)
-    with_stats = required_statistics(intention, loaded)
-    for_ints = set(loaded) - with_stats if consistent_integers else set()
-    jobs = sorted(set(need) | with_stats | for_ints)
-    if jobs:
-
-        def _load(ds_id: str) -> tuple[str, LoadedDataset]:
-            ds = loaded[ds_id]
-            if ds_id in need:
-                ds = load_indices(st, ds, sorted(need[ds_id]))
-            if ds_id in with_stats:
-                ds = load_statistics(st, ds)
-            elif ds_id in for_ints:
-                ds = statistics_for_integers(st, ds, None)
-            return ds_id, ds
-
-        with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
-            loaded.update(dict(pool.map(_load, jobs)))
-    return plan_query(cube, loaded, intention, consistent_integers), st
+    return plan, st
 
 
 def query_cube(
@@ -314,13 +301,7 @@ def query_cube(
     0           FR   20.0  2024
     """
     plan, st = plan_cube_query(
-        cube,
-        store,
-        conditions=conditions,
-        datasets=datasets,
-        dimension_columns=dimension_columns,
-        partition_by=partition_by,
-        payload_columns=payload_columns,
+        cube, store, conditions, datasets, dimension_columns, partition_by, payload_columns
     )
     return run_merged(plan, st)
 
@@ -343,15 +324,9 @@ def query_cube_dataframe(
     from kartoframe.execution.cube_dask import plan_to_dataframe
 
     plan, st = plan_cube_query(
-        cube,
-        store,
-        conditions=conditions,
-        datasets=datasets,
-        dimension_columns=dimension_columns,
-        partition_by=partition_by,
-        payload_columns=payload_columns,
+        cube, store, conditions, datasets, dimension_columns, partition_by, payload_columns,
         consistent_integers=True,  # one frame per group: the same dtypes in all of them
-    )
+    )  # fmt: skip
     result: dd.DataFrame = plan_to_dataframe(plan, st)
     return result
 

@@ -19,18 +19,15 @@ from kartoframe.api._args import (
     str_list,
 )
 from kartoframe.api.compat import resolve_factory
-from kartoframe.api.read import statistics_for_integers
 from kartoframe.errors import (
     InvalidInputError,
     InvalidTypeError,
 )
+from kartoframe.execution.read_resolve import resolve_read
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.plan.scan import ScanPlan, needs_statistics, plan_scan, required_index_columns
-from kartoframe.storage.resolve import (
-    load_dataset,
-    load_indices,
-    load_statistics,
-)
+from kartoframe.plan.query import bind_query
+from kartoframe.plan.scan import ScanPlan
+from kartoframe.storage.resolve import load_dataset
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -44,32 +41,19 @@ def plan_ddf_read(
     dataset_uuid: str,
     store: StoreInput,
     *,
-    columns: Sequence[str] | None = None,
-    predicates: object = None,
-    dispatch_by: Sequence[str] | None = None,
-    categoricals: Sequence[str] | None = None,
-    dates_as_object: bool = True,
-    dask_index_on: str | None = None,
     version: int | None = None,
     as_of: object = None,
+    **options: Any,
 ) -> tuple[ScanPlan, Store, LoadedDataset, list[str]]:
     """Resolve and plan a read for dask; returns the plan, store, loaded dataset, columns.
 
     Loads the header, the schema and only the secondary indices the predicates, the
-    dispatch and the categoricals need. No data file is opened.
+    dispatch and the categoricals need. No data file is opened. ``options``: the keywords
+    of :func:`plan_loaded_read`; ``version`` / ``as_of`` select a past version.
     """
     st = ensure_store(store)
     loaded = load_dataset(st, check_uuid(dataset_uuid), version=version, as_of=as_of)
-    plan, output, loaded = plan_loaded_read(
-        st,
-        loaded,
-        columns=columns,
-        predicates=predicates,
-        dispatch_by=dispatch_by,
-        categoricals=categoricals,
-        dates_as_object=dates_as_object,
-        dask_index_on=dask_index_on,
-    )
+    plan, output, loaded = plan_loaded_read(st, loaded, **options)
     return plan, st, loaded, output
 
 
@@ -84,7 +68,9 @@ def plan_loaded_read(
     dates_as_object: bool = True,
     dask_index_on: str | None = None,
 ) -> tuple[ScanPlan, list[str], LoadedDataset]:
-    """:func:`plan_ddf_read` for an already loaded dataset (loads the indices it needs)."""
+    """:func:`plan_ddf_read` for an already loaded dataset (loads the indices it needs,
+    restricted to the values of equality predicates as for eager reads).
+    """
     cols = check_columns_arg(columns)
     cats = str_list(categoricals, "categoricals")
     dispatch = None if dispatch_by is None else str_list(dispatch_by, "dispatch_by")
@@ -99,22 +85,13 @@ def plan_loaded_read(
                 "by its column already."
             )
         dispatch = [dask_index_on]
-    md = loaded.metadata
-    secondary = set(md.indices) | set(md.embedded_indices)
-    need = required_index_columns(loaded, predicates, dispatch) | (set(cats) & secondary)
-    loaded = load_indices(st, loaded, sorted(need))
-    if needs_statistics(loaded, predicates):
-        loaded = load_statistics(st, loaded)
-    else:  # integer dtypes of every partition and meta are decided from the null counts
-        loaded = statistics_for_integers(st, loaded, cols, cats)
-    names = loaded.schema.names
-    output = list(cols) if cols is not None else list(names)
+    output = list(cols) if cols is not None else list(loaded.schema.names)
     plan_cols = output
     if dask_index_on is not None:
         output = [c for c in output if c != dask_index_on]
         plan_cols = [*output, dask_index_on]
-    plan = plan_scan(
-        loaded,
+    query = bind_query(
+        loaded.schema,
         columns=plan_cols,
         predicates=predicates,
         dispatch_by=dispatch,
@@ -122,7 +99,10 @@ def plan_loaded_read(
         dates_as_object=dates_as_object,
         # a sorted index with known divisions cannot hold nulls: dask_index_on drops them
         dispatch_nulls=dask_index_on is None,
+        known_categories=True,  # categorical indexed columns get dataset-wide categories
+        typing_columns=cols,  # integer dtypes of every partition and meta: from null counts
     )
+    plan, loaded = resolve_read(st, loaded, query)
     return plan, output, loaded
 
 

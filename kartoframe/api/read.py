@@ -10,25 +10,20 @@ import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, check_columns_arg, check_uuid, ensure_store, str_list
 from kartoframe.api.compat import resolve_factory
-from kartoframe.errors import CorruptMetadataError, InvalidInputError
+from kartoframe.errors import InvalidInputError
 from kartoframe.execution.kernel import (
     iter_plan_batches,
     read_plan_table,
     read_task_frame,
     to_frame,
 )
+from kartoframe.execution.read_resolve import resolve_read
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader
-from kartoframe.plan.integers import integer_statistics_needed
-from kartoframe.plan.scan import (
-    ScanPlan,
-    index_lookups,
-    needs_statistics,
-    plan_scan,
-    required_index_columns,
-)
+from kartoframe.plan.query import bind_query
+from kartoframe.plan.scan import ScanPlan
 from kartoframe.progress import ProgressBar, progress_enabled
-from kartoframe.storage.resolve import load_dataset, load_indices, load_statistics
+from kartoframe.storage.resolve import load_dataset, load_indices
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -202,49 +197,16 @@ def plan_read(
     """
     st = ensure_store(store)
     loaded = load_dataset(st, check_uuid(dataset_uuid), version=version, as_of=as_of)
-    cols = check_columns_arg(columns)
-    dispatch = None if dispatch_by is None else str_list(dispatch_by, "dispatch_by")
-    need = required_index_columns(loaded, predicates, dispatch)
-    # equality lookups read only the index rows of their values: this plan alone uses them
-    loaded = load_indices(st, loaded, need, only=index_lookups(loaded, predicates, dispatch))
-    cats = str_list(categoricals, "categoricals")
-    if needs_statistics(loaded, predicates):
-        loaded = load_statistics(st, loaded)
-    elif consistent_integers:
-        loaded = statistics_for_integers(st, loaded, cols, cats)
-    plan = plan_scan(
-        loaded,
-        columns=cols,
+    query = bind_query(
+        loaded.schema,
+        columns=check_columns_arg(columns),
         predicates=predicates,
-        dispatch_by=dispatch,
-        categoricals=cats,
+        dispatch_by=None if dispatch_by is None else str_list(dispatch_by, "dispatch_by"),
+        categoricals=str_list(categoricals, "categoricals"),
         dates_as_object=dates_as_object,
         consistent_integers=consistent_integers,
     )
-    return plan, st
-
-
-def statistics_for_integers(
-    store: Store,
-    loaded: LoadedDataset,
-    columns: Sequence[str] | None,
-    categoricals: Sequence[str] = (),
-) -> LoadedDataset:
-    """``loaded`` with its per-file statistics if a read of ``columns`` needs their null
-    counts to type integer columns (see :func:`kartoframe.plan.integers.nullable_integer_columns`).
-
-    A statistics file that is missing or cannot be decoded reads as "no statistics" here
-    (every integer column that may hold nulls is then read as a nullable integer): typing
-    must not fail a read that pruning does not need the statistics for.
-    """
-    if loaded.statistics is not None or not integer_statistics_needed(
-        loaded.schema, columns, loaded.metadata.partition_keys, categoricals
-    ):
-        return loaded
-    try:
-        return load_statistics(store, loaded)
-    except CorruptMetadataError:
-        return loaded
+    return resolve_read(st, loaded, query)[0], st
 
 
 def _check_pushdown(predicate_pushdown_to_io: object) -> None:
@@ -360,21 +322,12 @@ def read_dataset_as_dataframes(
     Parameters (including ``version`` / ``as_of`` for time travel) as in
     :func:`read_table`.
     """
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     return list(
         read_dataset_as_dataframes__iterator(
-            dataset_uuid,
-            store,
-            columns=columns,
-            predicate_pushdown_to_io=predicate_pushdown_to_io,
-            categoricals=categoricals,
-            dates_as_object=dates_as_object,
-            predicates=predicates,
-            dispatch_by=dispatch_by,
-            version=version,
-            as_of=as_of,
+            dataset_uuid, store, columns, predicate_pushdown_to_io, categoricals,
+            dates_as_object, predicates, dispatch_by, version, as_of, factory,
         )
-    )
+    )  # fmt: skip
 
 
 def read_dataset_as_dataframes__iterator(

@@ -174,7 +174,8 @@ def query_cube(
 
     The seed takes part whether or not ``datasets`` names it (it defines the cells).
     """
-    import kartoframe as kf
+    from kartoframe.api.cube import plan_cube_query
+    from kartoframe.execution.cube_join import run_merged
     from kartoframe.progress import ProgressBar
 
     assert target.cube is not None
@@ -185,7 +186,8 @@ def query_cube(
     if selected and target.cube.seed_dataset not in selected:
         selected.insert(0, target.cube.seed_dataset)
     with ProgressBar(f"querying cube {target.name}", None, enabled=progress):
-        frames = kf.query_cube(
+        # kf.query_cube on the headers the target loaded: they are not loaded again
+        plan, st = plan_cube_query(
             target.cube,
             target.store,
             conditions=conditions or None,
@@ -193,7 +195,9 @@ def query_cube(
             dimension_columns=dimension_columns,
             partition_by=partition_by,
             payload_columns=payload,
+            loaded=target.datasets,
         )
+        frames = run_merged(plan, st)
     if not frames:
         return QueryResult([(None, _empty())])
     groups: Groups = [(_group_label(f, partition_by) if partition_by else None, f) for f in frames]

@@ -111,9 +111,10 @@ def _resolve(store: Store, name: str, kind: Kind, *, load: bool, seedless_ok: bo
         target = Target("cube", name, store)
         if load:
             import kartoframe as kf
+            from kartoframe.api.cube import discover_with_datasets
 
-            try:
-                target.cube = kf.discover_cube(name, store)
+            try:  # one load of the headers for the cube and its datasets
+                target.cube, target.datasets = discover_with_datasets(name, store)
             except kf.FormatError as e:
                 left = kf.discover_datasets_unchecked(name, store)
                 if any(_is_seed(md) for md in left.values()):
@@ -126,7 +127,6 @@ def _resolve(store: Store, name: str, kind: Kind, *, load: bool, seedless_ok: bo
                 target.seedless = True
                 target.datasets = left
                 return target
-            target.datasets = kf.discover_datasets(target.cube, store)
         return target
     what = {"auto": "dataset or cube", "dataset": "dataset", "cube": "cube"}[kind]
     raise NotFound(f"No {what} named {name!r} in {store.display_url}.")

@@ -1,7 +1,8 @@
-"""Load and join one cube query group: the kernel shared by the eager and dask engines.
+"""Join one cube query group: the join shared by the eager, dask and Spark engines.
 
-For every dataset of the plan the group's files are read in **one** multi-file scan
-(columns projected, post-conditions pushed into the scan), then:
+For every dataset of the plan the group's files are read by the dataset read kernel
+(:func:`kartoframe.execution.kernel.read_task_table`: **one** multi-file scan, columns
+projected, post-conditions pushed into the scan), then:
 
 1. keep-last de-duplication per cell: files are scanned in commit order, so rows of later
    appends overlay earlier ones. The seed is always sorted by its cell key (query dimension
@@ -31,11 +32,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kartoframe.execution.kernel import read_task_table
 from kartoframe.format.convert import table_to_frame
-from kartoframe.plan.cube_query import CubeQueryPlan, DatasetRead, QueryGroup
+from kartoframe.plan.cube_plan import CubeQueryPlan, DatasetRead, QueryGroup
 from kartoframe.plan.cube_write import duplicate_mask
-from kartoframe.plan.predicates import literal_expression, to_expression
-from kartoframe.storage.parquet import read_files
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
     "empty_result",
     "key_codes",
     "load_group",
-    "read_dataset_table",
     "run_merged",
     "split_by",
 ]
@@ -52,27 +51,6 @@ __all__ = [
 _MAX_KEY_SPACE = 1 << 62
 #: Dense lookup tables up to this many slots (or 4x the rows involved, if larger).
 _MAX_DENSE = 1 << 24
-
-
-def read_dataset_table(
-    read: DatasetRead, group: QueryGroup, store: Store, *, use_threads: bool = True
-) -> pa.Table:
-    """Scan a dataset's files of a group (commit order) with its row filter."""
-    files = group.files.get(read.dataset_id, ())
-    expr = to_expression(read.predicate)
-    for lit in group.extra.get(read.dataset_id, ()):
-        e = literal_expression(lit)
-        expr = e if expr is None else (expr & e)
-    pk = read.partition_keys
-    return read_files(
-        store,
-        [f.key for f in files],
-        read.schema,
-        partition_values=[tuple(zip(pk, f.partition_values)) for f in files],
-        columns=list(read.scan_columns),
-        filter=expr,
-        use_threads=use_threads,
-    )
 
 
 # -- keys ----------------------------------------------------------------------------------
@@ -359,7 +337,8 @@ def join_tables(plan: CubeQueryPlan, tables: dict[str, pa.Table]) -> pd.DataFram
 
 
 def _load_one(read: DatasetRead, group: QueryGroup, store: Store) -> pa.Table:
-    table = read_dataset_table(read, group, store)
+    # the dataset read kernel: the group's files of this dataset with its row filter
+    table = read_task_table(read.scan, group.task(read.dataset_id), store)
     if read.role == "seed":
         return dedupe_keep_last(table, read.dedupe_columns, sort=True)
     if group.needs_dedupe(read):

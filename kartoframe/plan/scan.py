@@ -1,9 +1,9 @@
-"""Read planning: loaded dataset + query -> :class:`ScanPlan` (pure, no I/O)."""
+"""Read planning: loaded dataset + bound query -> :class:`ScanPlan` (pure, no I/O)."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -13,25 +13,28 @@ from kartoframe.errors import ColumnNotFoundError, InvalidInputError
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.index import index_from_embedded
 from kartoframe.plan.integers import nullable_integer_columns
-from kartoframe.plan.predicates import (
-    Literal,
-    Predicate,
-    bind,
-    can_match_null,
-    literal_expression,
-    to_expression,
-)
+from kartoframe.plan.predicates import Literal, Predicate, literal_expression, to_expression
 from kartoframe.plan.pruning import PruneStats, partition_values, prune
+from kartoframe.plan.query import (
+    ReadQuery,
+    bind_query,
+    index_lookups,
+    needs_statistics,
+    required_index_columns,
+)
 from kartoframe.plan.skipping import skip_by_statistics
 
 __all__ = [
     "FilePart",
     "ReadTask",
     "ScanPlan",
+    "all_indices",
     "index_lookups",
     "needs_statistics",
+    "plan_bound",
     "plan_scan",
     "required_index_columns",
+    "select_files",
 ]
 
 
@@ -91,70 +94,6 @@ class ScanPlan:
         return expr
 
 
-def required_index_columns(
-    loaded: LoadedDataset, predicates: object, dispatch_by: Sequence[str] | None = None
-) -> set[str]:
-    """Secondary-index columns a query needs loaded (for pruning or dispatch)."""
-    pred = bind(predicates, loaded.schema) if predicates is not None else None
-    wanted = set(pred.columns) if pred else set()
-    wanted |= set(dispatch_by or ())
-    secondary = set(loaded.metadata.indices) | set(loaded.metadata.embedded_indices)
-    return wanted & secondary
-
-
-def index_lookups(
-    loaded: LoadedDataset, predicates: object, dispatch_by: Sequence[str] | None = None
-) -> dict[str, tuple[Any, ...]]:
-    """Index columns whose loaded index may be restricted to a few values.
-
-    A column qualifies when every literal on it, in every conjunction, is ``==`` or
-    ``in`` with non-null values (so the only index rows pruning consults are those
-    values' rows) and it is not a dispatch column (dispatch needs every value). Returns
-    column -> the values to load; the partial index then answers exactly as the full
-    one (see :func:`kartoframe.format.index.index_from_bytes`).
-    """
-    pred = bind(predicates, loaded.schema) if predicates is not None else None
-    if pred is None:
-        return {}
-    files = set(loaded.metadata.indices)  # embedded (legacy) indices are in the header
-    values: dict[str, list[Any]] = {}
-    broad: set[str] = set(dispatch_by or ())
-    for conj in pred.conjunctions:
-        for lit in conj:
-            if lit.column not in files or lit.column in broad:
-                continue
-            if lit.op == "==" and lit.value is not None:
-                values.setdefault(lit.column, []).append(lit.value)
-            elif lit.op == "in" and not lit.has_null:
-                values.setdefault(lit.column, []).extend(lit.value)
-            else:
-                broad.add(lit.column)
-    return {c: tuple(v) for c, v in values.items() if c not in broad}
-
-
-def needs_statistics(loaded: LoadedDataset, predicates: object) -> bool:
-    """Whether a query's predicates can use per-file statistics.
-
-    True if any literal is on a column that is not a partition key: the resolver should
-    then load the statistics.
-    """
-    if predicates is None:
-        return False
-    pred = bind(predicates, loaded.schema)
-    if pred is None:
-        return False
-    pk = set(loaded.metadata.partition_keys)
-    indexed = set(loaded.metadata.indices) | set(loaded.metadata.embedded_indices)
-
-    def exact(lit: Literal) -> bool:
-        # answered per file by a key or an index: per-column statistics cannot prune more
-        if lit.column in pk:
-            return True
-        return lit.column in indexed and lit.op in ("==", "in") and not can_match_null(lit)
-
-    return not all(exact(lit) for conj in pred.conjunctions for lit in conj)
-
-
 def _check_columns(names: Sequence[str], schema: pa.Schema, what: str) -> None:
     missing = [c for c in names if c not in schema.names]
     if missing:
@@ -163,7 +102,8 @@ def _check_columns(names: Sequence[str], schema: pa.Schema, what: str) -> None:
         )
 
 
-def _indices(loaded: LoadedDataset) -> dict[str, pa.Table]:
+def all_indices(loaded: LoadedDataset) -> dict[str, pa.Table]:
+    """The loaded secondary indices plus the header's embedded (legacy) ones."""
     out = dict(loaded.indices)
     for col, emb in loaded.metadata.embedded_indices.items():
         if col not in out and col in loaded.schema.names:
@@ -171,68 +111,85 @@ def _indices(loaded: LoadedDataset) -> dict[str, pa.Table]:
     return out
 
 
-def plan_scan(
+def select_files(
     loaded: LoadedDataset,
-    *,
-    columns: Sequence[str] | None = None,
-    predicates: object = None,
-    dispatch_by: Sequence[str] | None = None,
-    categoricals: Sequence[str] | None = None,
-    dates_as_object: bool = True,
+    query: ReadQuery,
+    indices: Mapping[str, pa.Table],
     labels: Sequence[str] | None = None,
-    dispatch_nulls: bool = True,
-    consistent_integers: bool = True,
+) -> tuple[list[str], PruneStats]:
+    """The one place that prunes: partition keys -> secondary indices (with
+    ``query.prune_predicate``) -> per-file statistics (with the row filter
+    ``query.predicate``, when loaded). Row groups are skipped by the scan of the kept files
+    with the same row filter (:meth:`ScanPlan.filter_for`).
+
+    Returns the kept labels (in ``labels`` order; default: the header's) and the counts.
+    """
+    md = loaded.metadata
+    candidates = list(md.partitions) if labels is None else list(labels)
+    kept, stats = prune(
+        query.prune_predicate, candidates, md.partition_keys, loaded.schema, indices
+    )
+    if loaded.statistics is not None and query.predicate is not None:
+        kept = skip_by_statistics(
+            query.predicate, kept, md.partitions, loaded.statistics, md.partition_keys
+        )
+        stats = dataclasses.replace(stats, after_statistics=len(kept))
+    return kept, stats
+
+
+def plan_scan(
+    loaded: LoadedDataset, *, labels: Sequence[str] | None = None, **request: Any
 ) -> ScanPlan:
-    """Plan a read of a loaded dataset.
+    """Bind a request and plan it, for callers holding the raw arguments.
+
+    ``request`` holds the keywords of :func:`kartoframe.plan.query.bind_query` (``columns``,
+    ``predicates``, ``dispatch_by``, ``categoricals``, ``dates_as_object``,
+    ``consistent_integers``, ``dispatch_nulls``); ``labels`` the candidate labels
+    (default: the header's, in header order). See :func:`plan_bound`.
+    """
+    return plan_bound(loaded, bind_query(loaded.schema, **request), labels)
+
+
+def plan_bound(
+    loaded: LoadedDataset, query: ReadQuery, labels: Sequence[str] | None = None
+) -> ScanPlan:
+    """Plan a bound read of a loaded dataset (what :func:`kartoframe.plan.query.read_needs`
+    asked for loaded); binds nothing.
 
     Parameters
     ----------
     loaded
-        Header, schema and the indices the predicates need.
-    columns
-        Projection in output order; None means all columns (partition keys first).
-    predicates
-        DNF predicates.
-    dispatch_by
-        None: one task per data file. ``[]``: one task for everything. A list of
-        indexed columns: one task per distinct value combination.
-    categoricals
-        Columns to return as ``pandas.Categorical``.
-    dates_as_object
-        Return ``date`` columns as ``datetime.date`` objects.
+        Header, schema and the indices (and statistics) the query needs.
+    query
+        The bound request (see :class:`kartoframe.plan.query.ReadQuery`): ``dispatch_by``
+        None gives one task per data file, ``()`` one task for everything, indexed
+        columns one task per distinct value combination (with a last group for the nulls
+        of a secondary-index column unless ``dispatch_nulls`` is False: indices do not
+        list nulls, and a sorted index with known divisions must drop them).
+        ``consistent_integers`` decides here which integer columns every frame returns as
+        pandas nullable integers (:func:`kartoframe.plan.integers.nullable_integer_columns`,
+        from the loaded statistics), so all frames of the read agree; False for reads
+        converted into one frame (whose own nulls then decide) or never converted to pandas.
     labels
         Candidate labels (default: the header's, in header order).
-    dispatch_nulls
-        When dispatching by a secondary-index column, add a last group (value None)
-        holding the rows whose value is null, so no row is lost (indices do not list
-        nulls). False drops those rows (needed for a sorted index with known divisions).
-    consistent_integers
-        Decide here which integer columns every frame returns as pandas nullable integers
-        (:func:`kartoframe.plan.integers.nullable_integer_columns`, from the loaded
-        statistics), so all frames of the read agree. False for reads converted into one
-        frame (whose own nulls then decide) or never converted to pandas.
     """
     md, schema = loaded.metadata, loaded.schema
+    columns = query.columns
     if columns is not None:
         if isinstance(columns, str):
             raise InvalidInputError("columns must be a list of column names, not a string.")
         _check_columns(list(columns), schema, "Columns")
     out_cols = tuple(columns) if columns is not None else tuple(schema.names)
-    cats = tuple(categoricals or ())
+    cats = query.categoricals
     _check_columns(cats, schema, "Categorical columns")
-    pred = bind(predicates, schema)
-    indices = _indices(loaded)
-    candidates = list(md.partitions) if labels is None else list(labels)
-    kept, stats = prune(pred, candidates, md.partition_keys, schema, indices)
-    if loaded.statistics is not None and pred is not None:
-        kept = skip_by_statistics(pred, kept, md.partitions, loaded.statistics, md.partition_keys)
-        stats = dataclasses.replace(stats, after_statistics=len(kept))
+    indices = all_indices(loaded)
+    kept, stats = select_files(loaded, query, indices, labels)
     pk = md.partition_keys
     parts = [FilePart(lb, md.partitions[lb], partition_values(lb, pk, schema)) for lb in kept]
-    tasks = _dispatch(parts, dispatch_by, pk, schema, indices, dispatch_nulls)
+    tasks = _dispatch(parts, query.dispatch_by, pk, schema, indices, query.dispatch_nulls)
     nullable = (
         nullable_integer_columns(schema, out_cols, parts, pk, loaded.statistics, cats)
-        if consistent_integers
+        if query.consistent_integers
         else ()
     )
     return ScanPlan(
@@ -241,10 +198,10 @@ def plan_scan(
         schema=schema,
         partition_keys=tuple(pk),
         columns=out_cols,
-        predicate=pred,
+        predicate=query.predicate,
         tasks=tuple(tasks),
         categoricals=cats,
-        dates_as_object=dates_as_object,
+        dates_as_object=query.dates_as_object,
         stats=stats,
         nullable_integers=nullable,
     )

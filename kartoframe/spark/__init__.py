@@ -252,12 +252,6 @@ def query_cube_sdf(
     spark_engine.require_pyspark()
     spark_engine.check_store(ensure_store(store))
     plan, st = plan_cube_query(
-        cube,
-        store,
-        conditions=conditions,
-        datasets=datasets,
-        dimension_columns=dimension_columns,
-        partition_by=partition_by,
-        payload_columns=payload_columns,
+        cube, store, conditions, datasets, dimension_columns, partition_by, payload_columns
     )
     return cube_plan_to_sdf(spark, plan, st, sort=sort)

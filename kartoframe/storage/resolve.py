@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -29,6 +30,7 @@ __all__ = [
     "dataset_exists",
     "existing_header_formats",
     "load_dataset",
+    "load_for_read",
     "load_indices",
     "load_statistics",
     "loaded_from_state",
@@ -191,35 +193,90 @@ def load_indices(
     """Return ``loaded`` with the given secondary indices loaded (others untouched).
 
     ``only`` restricts the index files of some columns to the rows of a few values
-    (see :func:`kartoframe.plan.scan.index_lookups`): the result is then good for
+    (see :func:`kartoframe.plan.query.index_lookups`): the result is then good for
     planning that one query only, never for writing or for other queries.
     """
-    md = loaded.metadata
     indices = dict(loaded.indices)
     only = only or {}
     for col in columns:
-        if col in indices:
-            continue
-        if col in md.indices:
-            key = md.indices[col]
-            data = store.get_or_none(key)
-            if data is None:
-                raise CorruptMetadataError(f"Index file {key!r} of dataset {md.uuid!r} is missing.")
-            col_type = loaded.schema.field(col).type if col in loaded.schema.names else None
-            idx = index_from_bytes(
-                data,
-                col,
-                origin=f"{key!r} of dataset {md.uuid!r}",
-                only=only.get(col),
-                column_type=col_type,
-            )
-        elif col in md.embedded_indices:
-            t = loaded.schema.field(col).type if col in loaded.schema.names else pa.string()
-            idx = index_from_embedded(col, t, md.embedded_indices[col])
-        else:
-            continue
-        indices[col] = idx
+        if col not in indices:
+            idx = _load_index(store, loaded, col, only.get(col))
+            if idx is not None:
+                indices[col] = idx
     return dataclasses.replace(loaded, indices=indices)
+
+
+def _load_index(
+    store: Store, loaded: LoadedDataset, col: str, only: Sequence[Any] | None
+) -> pa.Table | None:
+    md = loaded.metadata
+    if col in md.indices:
+        key = md.indices[col]
+        data = store.get_or_none(key)
+        if data is None:
+            raise CorruptMetadataError(f"Index file {key!r} of dataset {md.uuid!r} is missing.")
+        col_type = loaded.schema.field(col).type if col in loaded.schema.names else None
+        return index_from_bytes(
+            data, col, origin=f"{key!r} of dataset {md.uuid!r}", only=only, column_type=col_type
+        )
+    if col in md.embedded_indices:
+        t = loaded.schema.field(col).type if col in loaded.schema.names else pa.string()
+        return index_from_embedded(col, t, md.embedded_indices[col])
+    return None
+
+
+def load_for_read(
+    store: Store,
+    loaded: LoadedDataset,
+    *,
+    indices: Sequence[str] = (),
+    lookups: Mapping[str, Sequence[Any]] | None = None,
+    statistics: bool = False,
+    optional_statistics: bool = False,
+) -> LoadedDataset:
+    """``loaded`` with exactly what a read needs (see :func:`kartoframe.plan.query.read_needs`):
+    the ``indices`` (restricted to the ``lookups`` values where given) and the per-file
+    statistics, loaded in parallel when there are several files to read.
+
+    ``optional_statistics`` loads the statistics only to type integer columns: a file that
+    is missing or cannot be decoded then reads as "no statistics" (every integer column
+    that may hold nulls is read as a nullable integer), since typing must not fail a read
+    that pruning does not need the statistics for.
+    """
+    only = lookups or {}
+    jobs: list[str | None] = [c for c in indices if c not in loaded.indices]
+    if statistics or optional_statistics:
+        jobs.append(None)  # the statistics file
+    if not jobs:
+        return loaded
+
+    def run(job: str | None) -> pa.Table | None:
+        if job is None:
+            return _statistics_or_none(store, loaded, required=statistics)
+        return _load_index(store, loaded, job, only.get(job))
+
+    if len(jobs) > 1:
+        with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
+            results = list(pool.map(run, jobs))
+    else:
+        results = [run(jobs[0])]
+    found = dict(loaded.indices)
+    stats = loaded.statistics
+    for job, table in zip(jobs, results):
+        if job is None:
+            stats = table if table is not None else stats
+        elif table is not None:
+            found[job] = table
+    return dataclasses.replace(loaded, indices=found, statistics=stats)
+
+
+def _statistics_or_none(store: Store, loaded: LoadedDataset, *, required: bool) -> pa.Table | None:
+    try:
+        return load_statistics(store, loaded).statistics
+    except CorruptMetadataError:
+        if required:
+            raise
+        return None
 
 
 def statistics_ref(md: DatasetHeader) -> StatisticsRef | None:

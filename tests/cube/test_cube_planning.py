@@ -7,8 +7,8 @@ import pytest
 
 import kartoframe as kf
 from kartoframe import C
-from kartoframe.api import cube as api_cube
 from kartoframe.api.cube import plan_cube_query
+from kartoframe.execution import read_resolve
 from kartoframe.execution.cube_join import load_group, run_merged
 
 
@@ -132,13 +132,14 @@ def test_pruned_partitions_are_never_opened(cube, store):
 
 def test_only_needed_indices_are_loaded(cube, full, monkeypatch):
     calls: list[tuple[str, tuple[str, ...]]] = []
-    real = api_cube.load_indices
+    real = read_resolve.load_for_read
 
-    def recording(store, loaded, columns):
-        calls.append((loaded.uuid, tuple(columns)))
-        return real(store, loaded, columns)
+    def recording(store, loaded, **needs):
+        if needs["indices"]:
+            calls.append((loaded.uuid, tuple(needs["indices"])))
+        return real(store, loaded, **needs)
 
-    monkeypatch.setattr(api_cube, "load_indices", recording)
+    monkeypatch.setattr(read_resolve, "load_for_read", recording)
     kf.query_cube(cube, full)
     assert calls == []
     kf.query_cube(cube, full, conditions=(C("i") == 1) & (C("x") > 0), payload_columns=["v1"])
