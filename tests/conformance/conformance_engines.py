@@ -177,18 +177,24 @@ class Spark(Engine):
       of the dataset's schema (``spark_arrow_schema``), which is then mapped back (same
       values: ``decimal(20,0)`` to ``uint64``, UTC instants to the column's zone) and
       converted to pandas with the dataset's pandas metadata, as the eager reader does.
-    * ``read_partitions`` returns one frame per Spark partition (``spark_partition_id``).
+    * ``read_partitions`` returns one frame per data file Spark reads, which only Spark's
+      native Parquet reader reports (``input_file_name``).
+
+    ``reader`` is ``read_dataset_as_sdf``'s (``"auto"``, ``"native"`` or ``"arrow"``).
     """
 
     name = "spark"
 
-    def __init__(self, session: Any) -> None:
+    def __init__(self, session: Any, reader: str = "auto") -> None:
         self.session = session
+        self.reader = reader
+        if reader != "auto":
+            self.name = f"spark-{reader}"
 
     def _sdf(self, uuid: str, store: kf.Store, **kw: Any) -> Any:
         import kartoframe.spark as kfs
 
-        return kfs.read_dataset_as_sdf(self.session, uuid, store, **kw)
+        return kfs.read_dataset_as_sdf(self.session, uuid, store, reader=self.reader, **kw)
 
     def _to_frame(self, table: Any, uuid: str, store: kf.Store, columns: Any) -> pd.DataFrame:
         import pyarrow as pa

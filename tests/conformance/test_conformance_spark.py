@@ -46,6 +46,17 @@ UNSUPPORTED: dict[str, str] = {
     **{name: _DISPATCH for name in dir(DispatchSuite) if name.startswith("test_")},
 }
 
+_NO_FILES = (
+    "the arrow reader runs kartoframe's read tasks inside mapInArrow: Spark does not know "
+    "which file a row came from (input_file_name), so there are no per-file frames to check"
+)
+
+#: More tests the arrow reader (``reader="arrow"``) cannot run, with the reason.
+UNSUPPORTED_ARROW_READER: dict[str, str] = {
+    "test_one_partition_per_file": _NO_FILES,
+    "test_index_pruning_skips_files": _NO_FILES,
+}
+
 #: Suite tests where Spark behaves differently from eager and dask: strict xfails.
 DIFFERENCES: dict[str, str] = {
     "test_all_types_write_round_trip": (
@@ -76,6 +87,19 @@ class TestSparkEngine(
         return file_ref_store
 
 
+class TestSparkArrowReader(ReadSuite, PredicateSuite):
+    """The reads again through the ``mapInArrow`` reader (``reader="arrow"``: what object
+    stores and files Spark cannot read exactly use)."""
+
+    @pytest.fixture
+    def engine(self, spark) -> Spark:
+        return Spark(spark, reader="arrow")
+
+    @pytest.fixture
+    def ref_store(self, file_ref_store) -> kf.Store:
+        return file_ref_store
+
+
 def _marked(test: Callable[..., Any], mark: pytest.MarkDecorator) -> Callable[..., Any]:
     """``test`` with ``mark`` for this binding only (the suite's function stays unmarked)."""
 
@@ -86,15 +110,15 @@ def _marked(test: Callable[..., Any], mark: pytest.MarkDecorator) -> Callable[..
     return mark(run)
 
 
-for _name, _reason in UNSUPPORTED.items():
-    setattr(
-        TestSparkEngine,
-        _name,
-        _marked(getattr(TestSparkEngine, _name), pytest.mark.skip(reason=_reason)),
-    )
-for _name, _reason in DIFFERENCES.items():
-    setattr(
-        TestSparkEngine,
-        _name,
-        _marked(getattr(TestSparkEngine, _name), pytest.mark.xfail(strict=True, reason=_reason)),
-    )
+for _cls, _skipped in [
+    (TestSparkEngine, UNSUPPORTED),
+    (TestSparkArrowReader, {**UNSUPPORTED, **UNSUPPORTED_ARROW_READER}),
+]:
+    for _name, _reason in _skipped.items():
+        if hasattr(_cls, _name):
+            _test = getattr(_cls, _name)
+            setattr(_cls, _name, _marked(_test, pytest.mark.skip(reason=_reason)))
+    for _name, _reason in DIFFERENCES.items():
+        if hasattr(_cls, _name):
+            _test = getattr(_cls, _name)
+            setattr(_cls, _name, _marked(_test, pytest.mark.xfail(strict=True, reason=_reason)))
