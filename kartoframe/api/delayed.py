@@ -23,20 +23,21 @@ from kartoframe.api._args import (
     str_list,
 )
 from kartoframe.api._docs import fill
-from kartoframe.api._write_args import new_dataset_args, update_indices, update_layout
+from kartoframe.api._write_args import new_dataset_args, update_request
 from kartoframe.api.dask import plan_ddf_read
 from kartoframe.api.maintenance import delete_dataset, garbage_collect_dataset
 from kartoframe.api.write import DatasetMetadataResult, _resolve_metadata, delete_scope_labels
 from kartoframe.errors import (
-    DatasetExistsError,
     EmptyInputError,
     InvalidInputError,
     InvalidTypeError,
 )
 from kartoframe.execution.write import DataSerializer
 from kartoframe.format import naming
+from kartoframe.plan.write_request import ResolvedWrite, WriteRequest, resolve_write
 from kartoframe.storage.resolve import dataset_exists, load_dataset
 from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
+from kartoframe.storage.store import Store
 
 __all__ = [
     "delete_dataset__delayed",
@@ -106,29 +107,25 @@ def _tasks(delayed_tasks: object) -> list[Any]:
 
 
 def _graph(
-    parts: list[Any], st: Any, uuid: str, base: Any, layout: tuple[Any, ...], **options: Any
+    parts: list[Any],
+    st: Store,
+    target: ResolvedWrite,
+    df_serializer: object,
+    sort_partitions_by: object,
+    metadata: Any,
+    **options: Any,
 ) -> Any:
-    """The write graph; ``layout``: partition keys, requested and maintained indices, header
-    format and table name, then the serializer, sort columns, metadata and the metadata it
-    is merged into.
-    """
+    """The write graph of a resolved request: one task per input, one commit task."""
     from kartoframe.execution.graph_delayed import write_graph
 
-    pon, sidx, idx, fmt, table, serializer, sort_by, metadata, existing = layout
     return write_graph(
         parts,
         st,
-        uuid,
-        base=base,
+        target,
         result=DatasetMetadataResult,
-        partition_on=pon,
-        secondary_indices=sidx,
-        index_columns=idx,
-        storage_format=fmt,
-        table_name=table,
-        serializer=any_serializer_arg(serializer),
-        sort_partitions_by=str_list(sort_by, "sort_partitions_by"),
-        metadata=_resolve_metadata(metadata, existing),
+        serializer=any_serializer_arg(df_serializer),
+        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+        metadata=_resolve_metadata(metadata, target.base.metadata.metadata if target.base else {}),
         **options,
     )
 
@@ -188,11 +185,9 @@ def store_delayed_as_dataset(
         raise InvalidInputError(f"Cannot create secondary index on partition columns: {overlap}.")
     if not isinstance(overwrite, bool):
         raise InvalidTypeError("overwrite must be a bool.")
-    if dataset_exists(st, uuid) and not overwrite:
-        raise DatasetExistsError(uuid)
-    layout = (pon, sidx, sidx, fmt, table_name)
-    inputs: tuple[Any, ...] = (df_serializer, sort_partitions_by, metadata, {})
-    return _graph(parts, st, uuid, None, layout + inputs, expect_absent=not overwrite)
+    request = WriteRequest(uuid, "store", tuple(pon), tuple(sidx), table_name, fmt, overwrite)
+    target = resolve_write(request, None, exists=dataset_exists(st, uuid))
+    return _graph(parts, st, target, df_serializer, sort_partitions_by, metadata)
 
 
 @fill
@@ -228,18 +223,14 @@ def update_dataset_from_delayed(
     fmt = check_format(metadata_storage_format)
     naming.validate_name(table_name, "table_name")
     base = load_dataset(st, uuid) if dataset_exists(st, uuid) else None
-    pon, table_name = update_layout(base, uuid, partition_on, table_name)
-    if base is not None:
-        fmt = base.metadata.storage_format
-    elif not parts:
+    request = update_request(uuid, partition_on, secondary_indices, table_name, fmt)
+    target = resolve_write(request, base)
+    if base is None and not parts:
         raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
-    sidx, all_idx = update_indices(base, pon, secondary_indices)
     remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
-    existing = base.metadata.metadata if base is not None else {}
-    layout = (pon, sidx, all_idx, fmt, table_name)
-    inputs = (df_serializer, sort_partitions_by, metadata, existing)
-    options = {"remove_labels": remove, "create_or_update": True}
-    return _graph(parts, st, uuid, base, layout + inputs, expect_absent=base is None, **options)
+    return _graph(
+        parts, st, target, df_serializer, sort_partitions_by, metadata, remove_labels=remove
+    )
 
 
 def delete_dataset__delayed(

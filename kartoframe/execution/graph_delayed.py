@@ -17,6 +17,7 @@ from kartoframe.execution.index_build import commit_index_build, index_file
 from kartoframe.execution.write import WrittenPartition
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.plan.scan import ReadTask, ScanPlan
+from kartoframe.plan.write_request import ResolvedWrite
 from kartoframe.storage.store import Store
 
 __all__ = ["bag_of", "delete_graph", "index_graph", "read_graph", "write_graph"]
@@ -40,14 +41,14 @@ def read_graph(
     ]
 
 
-def write_graph(parts: list[Any], st: Store, uuid: str, **options: Any) -> Any:
-    """One write task per input and one commit task (options: those of
-    :func:`kartoframe.execution.dask_write.writer_and_committer`).
+def write_graph(parts: list[Any], st: Store, target: ResolvedWrite, **options: Any) -> Any:
+    """One write task per input and one commit task of a resolved write (options: the
+    rest of :func:`kartoframe.execution.dask_write.writer_and_committer`'s arguments).
     """
-    from kartoframe.execution.dask_write import writer_and_committer
+    from kartoframe.execution.dask_write import resolved_writer_and_committer
     from kartoframe.execution.delayed_write import write_delayed_graph
 
-    writer, committer = writer_and_committer(st, uuid, **options)
+    writer, committer = resolved_writer_and_committer(st, target, **options)
     return write_delayed_graph(parts, writer, committer)
 
 
