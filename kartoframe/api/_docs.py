@@ -6,7 +6,7 @@ the line): the parameter descriptions the public functions share are written onc
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -81,18 +81,24 @@ def _fragments(text: str) -> dict[str, list[str]]:
 FRAGMENTS = _fragments(_TEXT)
 
 
-def expand(doc: str | None) -> str | None:
-    """``doc`` with every ``$name`` line replaced by its fragment."""
+def expand(doc: str | None, extra: Mapping[str, str] | None = None) -> str | None:
+    """``doc`` with every ``$name`` line replaced by its fragment: one of ``extra``
+    (name -> text, e.g. a front's own fragments), else a shared one.
+    """
     if doc is None:  # python -OO
         return None
     out: list[str] = []
     for line in doc.split("\n"):
-        name = line.strip()
-        if name.startswith("$") and name[1:] in FRAGMENTS:
-            indent = line[: len(line) - len(line.lstrip())]
-            out += [indent + x for x in FRAGMENTS[name[1:]]]
+        name = line.strip()[1:] if line.strip().startswith("$") else ""
+        if extra is not None and name in extra:
+            lines = extra[name].split("\n")
+        elif name in FRAGMENTS:
+            lines = FRAGMENTS[name]
         else:
             out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        out += [indent + x for x in lines]
     return "\n".join(out)
 
 
