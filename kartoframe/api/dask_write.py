@@ -21,22 +21,19 @@ from kartoframe.api._write_args import new_dataset_args, update_request
 from kartoframe.api.compat import resolve_factory, table_name_arg
 from kartoframe.api.write import (
     DatasetMetadataResult,
-    MetadataArg,
     _evolution_arg,
     _resolve_metadata,
     delete_scope_labels,
 )
 from kartoframe.errors import (
     EmptyInputError,
-    InvalidInputError,
     InvalidTypeError,
 )
 from kartoframe.execution.write import DataSerializer
 from kartoframe.format import naming
 from kartoframe.format.commit_args import CommitOptions, check_app_transaction
-from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import SchemaEvolution
-from kartoframe.plan.write_request import ResolvedWrite, WriteRequest, resolve_write
+from kartoframe.plan.write_request import MetadataArg, ResolvedWrite, WriteRequest, resolve_write
 from kartoframe.storage.resolve import (
     dataset_exists,
     load_dataset,
@@ -59,57 +56,6 @@ def _check_ddf(ddf: object, allow_none: bool) -> None:
             f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__}"
             + (" (use store_dataframes_as_dataset for pandas frames)." if ddf is not None else ".")
         )
-
-
-def _prepare_ddf(
-    ddf: Any,
-    *,
-    partition_on: list[str],
-    secondary_indices: list[str],
-    shuffle: bool,
-    num_buckets: int,
-    bucket_by: list[str],
-    repartition_ratio: float | None,
-    base: LoadedDataset | None,
-    uuid: str,
-    schema_evolution: SchemaEvolution = "none",
-) -> tuple[Any, tuple[str, ...]]:
-    """Validate the frame's columns on its meta and apply repartitioning / shuffling."""
-    from kartoframe.execution import dask_engine as de
-    from kartoframe.execution import dask_write as dw
-    from kartoframe.format.convert import frame_to_table
-    from kartoframe.format.schema import merge_into_stored, normalize_schema
-    from kartoframe.plan.write import check_write_columns
-
-    de.check_positive_int(num_buckets, "num_buckets")
-    meta_table = frame_to_table(ddf._meta, what="the dask DataFrame's meta")
-    check_write_columns(meta_table.schema, partition_on, secondary_indices, what="the DataFrame")
-    missing = [c for c in bucket_by if c not in meta_table.schema.names]
-    if missing:
-        from kartoframe.errors import ColumnNotFoundError
-
-        raise ColumnNotFoundError(f"bucket_by columns not found in the DataFrame: {missing}.")
-    if base is not None:
-        merge_into_stored(
-            base.schema,
-            normalize_schema(meta_table.schema, partition_on),
-            schema_evolution=schema_evolution,
-            dataset_uuid=uuid,
-            origin="the dask DataFrame's meta",
-            partition_keys=partition_on,
-        )
-    if repartition_ratio is not None:
-        if not isinstance(repartition_ratio, int | float) or repartition_ratio <= 0:
-            raise InvalidInputError(f"repartition_ratio must be > 0, got {repartition_ratio!r}.")
-        n = max(1, int(-(-ddf.npartitions // repartition_ratio)))
-        ddf = ddf.repartition(npartitions=n)
-    if not shuffle:
-        if bucket_by or num_buckets != 1:
-            raise InvalidInputError("bucket_by and num_buckets need shuffle=True.")
-        return ddf, ()
-    if not partition_on:
-        raise InvalidInputError("shuffle=True needs partition_on (rows are shuffled on it).")
-    return dw.shuffle_for_write(ddf, partition_on, bucket_by, num_buckets), (dw.BUCKET_COLUMN,)
 
 
 def store_dataset_from_ddf(
@@ -288,7 +234,7 @@ def _graph(
     prepared: Any = None
     drop: tuple[str, ...] = ()
     if ddf is not None:
-        prepared, drop = _prepare_ddf(
+        prepared, drop = dw.prepare_ddf(
             ddf,
             partition_on=target.partition_on,
             secondary_indices=target.index_columns,

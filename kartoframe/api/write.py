@@ -32,36 +32,37 @@ from kartoframe.errors import (
     InvalidInputError,
     InvalidTypeError,
 )
+from kartoframe.execution.eager_write import delete_scope_labels, precheck_frame, write_frames
 from kartoframe.execution.write import (
     ChunkResult,
     DataSerializer,
     WrittenPartition,
+    already_recorded,
     commit_resolved,
     commit_write,
-    delete_files,
     write_chunk,
 )
 from kartoframe.format import naming
-from kartoframe.format.commit_args import CommitOptions, check_user_metadata
+from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
     SCHEMA_EVOLUTIONS,
     SchemaEvolution,
-    merge_into_stored,
     normalize_schema,
 )
-from kartoframe.plan.predicates import bind
-from kartoframe.plan.pruning import prune
-from kartoframe.plan.scan import required_index_columns
 from kartoframe.plan.write import check_write_columns
-from kartoframe.plan.write_request import ResolvedWrite, WriteRequest, resolve_write
-from kartoframe.storage.log import current_state
+from kartoframe.plan.write_request import (
+    MetadataArg,
+    ResolvedWrite,
+    WriteRequest,
+    resolve_metadata,
+    resolve_write,
+)
 from kartoframe.storage.resolve import (
     bloom_columns_of,
     dataset_exists,
     load_dataset,
-    load_indices,
 )
 from kartoframe.storage.store import Store
 
@@ -76,8 +77,6 @@ __all__ = [
     "update_dataset_from_dataframes__iter",
     "write_single_partition",
 ]
-
-MetadataArg = Mapping[str, Any] | Callable[[Mapping[str, Any]], Mapping[str, Any]] | None
 
 
 class MetaPartition:
@@ -100,75 +99,12 @@ class MetaPartition:
         return f"MetaPartition(labels={self.labels})"
 
 
-def _resolve_metadata(
-    metadata: MetadataArg, existing: Mapping[str, Any]
-) -> Mapping[str, Any] | None:
-    if metadata is None:
-        return None
-    if callable(metadata):
-        metadata = metadata(dict(existing))
-    if not isinstance(metadata, Mapping):
-        raise InvalidTypeError(f"metadata must be a dict, got {type(metadata).__name__}.")
-    bad = [k for k in metadata if not isinstance(k, str)]
-    if bad:
-        raise InvalidTypeError(f"metadata keys must be strings, got {bad!r}.")
-    return check_user_metadata(metadata)
-
-
 def _frames(dfs: object, name: str) -> list[Any]:
     if isinstance(dfs, pd.DataFrame):
         raise InvalidTypeError(f"{name} must be a list of DataFrames; wrap a single frame as [df].")
     if not isinstance(dfs, list | tuple):
         raise InvalidTypeError(f"{name} must be a list of DataFrames, got {type(dfs).__name__}.")
     return list(dfs)
-
-
-def delete_scope_labels(loaded: LoadedDataset, store: Store, delete_scope: object) -> set[str]:
-    """Labels selected by a ``delete_scope`` (list of ``{column: value}`` dicts).
-
-    Every column must be a partition key or carry a secondary index; a scope on any
-    other column is refused (the reference deletes *everything* in that case).
-    """
-    if delete_scope is None:
-        return set()
-    if not isinstance(delete_scope, list | tuple):
-        raise InvalidTypeError("delete_scope must be a list of {column: value} dicts.")
-    md = loaded.metadata
-    indexed = md.index_columns
-    conjunctions = []
-    for scope in delete_scope:
-        if not isinstance(scope, Mapping):
-            raise InvalidTypeError(f"delete_scope entries must be dicts, got {scope!r}.")
-        if not scope:
-            return set(md.partitions)
-        bad = sorted(c for c in scope if c not in indexed)
-        if bad:
-            raise InvalidInputError(
-                f"delete_scope columns {bad} are neither partition keys nor indexed in "
-                f"dataset {md.uuid!r}; refusing to guess which partitions to delete."
-            )
-        nulls = sorted(c for c, v in scope.items() if v is None)
-        if nulls:
-            raise InvalidInputError(f"delete_scope values must not be null ({nulls}).")
-        conjunctions.append([(c, "==", v) for c, v in scope.items()])
-    if not conjunctions:
-        return set()
-    pred = bind(conjunctions, loaded.schema)
-    loaded = load_indices(store, loaded, required_index_columns(loaded, conjunctions))
-    indices = dict(loaded.indices)
-    labels, _ = prune(pred, list(md.partitions), md.partition_keys, loaded.schema, indices)
-    return set(labels)
-
-
-def _jsonable(value: Any) -> Any:
-    """A JSON-safe rendering of an argument, for the commit history."""
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    return str(value)
 
 
 def _evolution_arg(schema_evolution: object) -> SchemaEvolution:
@@ -188,10 +124,19 @@ def _existing(st: Store, uuid: str) -> LoadedDataset | None:
 
 def _already_committed(st: Store, uuid: str, commit: CommitOptions) -> bool:
     """Whether the dataset already records this application transaction."""
-    if commit.app_id is None:
-        return False
-    state = current_state(st, uuid)
-    return commit.recorded_in(state.header if state else None)
+    return already_recorded(st, uuid, commit)
+
+
+def _write(
+    st: Store, target: ResolvedWrite, frames: Iterable[Any], **kwargs: Any
+) -> DatasetMetadataResult:
+    """Run the eager engine (:func:`~kartoframe.execution.eager_write.write_frames`)."""
+    kwargs["sort_partitions_by"] = str_list(kwargs["sort_partitions_by"], "sort_partitions_by")
+    return DatasetMetadataResult(write_frames(st, target, frames, **kwargs).uuid, st)
+
+
+#: plateau-era names of the helpers the other write fronts import
+_resolve_metadata = resolve_metadata
 
 
 class DatasetMetadataResult:
@@ -214,70 +159,6 @@ class DatasetMetadataResult:
 
     def __repr__(self) -> str:
         return f"<dataset {self.uuid!r} in {self._store!r}>"
-
-
-def _write_frames(
-    st: Store,
-    target: ResolvedWrite,
-    frames: Iterable[Any],
-    *,
-    serializer: DataSerializer,
-    sort_partitions_by: object,
-    metadata: MetadataArg,
-    delete_scope: Sequence[Mapping[str, Any]] | None = None,
-) -> DatasetMetadataResult:
-    """Write every frame with the chunk kernel, then commit once (files removed on failure)."""
-    base = target.base
-    evolution = target.request.schema_evolution
-    remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
-    chunks: list[ChunkResult] = []
-    try:
-        for i, df in enumerate(frames):
-            if df is None:
-                continue
-            if base is not None:
-                _precheck_schema(base, df, target.partition_on, f"input frame {i}", evolution)
-            chunks.append(
-                write_chunk(
-                    st,
-                    target.uuid,
-                    df,
-                    table_name=target.table_name,
-                    partition_on=target.partition_on,
-                    index_columns=target.index_columns,
-                    serializer=serializer,
-                    sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-                    origin=f"input frame {i}",
-                    bloom_filter_columns=bloom_columns_of(base),
-                )
-            )
-        if target.request.verb == "store" and not chunks:
-            raise EmptyInputError(
-                "Cannot store empty datasets: no DataFrame was given (dfs must not be empty)."
-            )
-        if not chunks and base is None and target.request.verb == "update":
-            raise EmptyInputError(f"Dataset {target.uuid!r} does not exist and no data was given.")
-        if not chunks and delete_scope is None and metadata is None:
-            raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
-        md = commit_resolved(
-            st,
-            target,
-            chunks,
-            metadata=_resolve_metadata(metadata, base.metadata.metadata if base else {}),
-            remove_labels=remove,
-            remove_scope=(
-                (lambda b: delete_scope_labels(b, st, delete_scope))
-                if delete_scope is not None
-                else None
-            ),
-            operation_parameters=(
-                {"delete_scope": _jsonable(delete_scope)} if delete_scope is not None else None
-            ),
-        )
-    except BaseException:
-        delete_files(st, [p.key for c in chunks for p in c.partitions])
-        raise
-    return DatasetMetadataResult(md.uuid, st)
 
 
 def store_dataframes_as_dataset__iter(
@@ -328,7 +209,7 @@ def store_dataframes_as_dataset__iter(
     if _already_committed(st, uuid, request.commit):
         return DatasetMetadataResult(uuid, st)
     target = resolve_write(request, None, exists=dataset_exists(st, uuid))
-    return _write_frames(
+    return _write(
         st,
         target,
         df_generator,
@@ -460,7 +341,7 @@ def update_dataset_from_dataframes__iter(
         return DatasetMetadataResult(uuid, st)
     request = update_request(uuid, partition_on, secondary_indices, table_name, fmt)
     request = dataclasses.replace(request, schema_evolution=evolution, commit=commit)
-    return _write_frames(
+    return _write(
         st,
         resolve_write(request, base),
         df_generator,
@@ -468,26 +349,6 @@ def update_dataset_from_dataframes__iter(
         sort_partitions_by=sort_partitions_by,
         metadata=metadata,
         delete_scope=delete_scope,
-    )
-
-
-def _precheck_schema(
-    base: LoadedDataset,
-    df: Any,
-    pon: Sequence[str],
-    origin: str,
-    schema_evolution: SchemaEvolution = "none",
-) -> None:
-    """Refuse an incompatible frame before any file is written."""
-    table = df if isinstance(df, pa.Table) else frame_to_table(df, what=origin)
-    check_write_columns(table.schema, pon, [], what=origin)
-    merge_into_stored(
-        base.schema,
-        normalize_schema(table.schema, pon),
-        schema_evolution=schema_evolution,
-        dataset_uuid=base.uuid,
-        origin=origin,
-        partition_keys=pon,
     )
 
 
@@ -635,7 +496,7 @@ def write_single_partition(
         table_name or "",
     )
     target = resolve_write(request, base)
-    _precheck_schema(base, data, target.partition_on, "data")
+    precheck_frame(base, data, target.partition_on, "data")
     result = write_chunk(
         st,
         uuid,

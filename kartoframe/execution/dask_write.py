@@ -19,7 +19,8 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.execution.dask_engine import delayed, no_string_conversion
+from kartoframe.errors import ColumnNotFoundError, InvalidInputError
+from kartoframe.execution.dask_engine import check_positive_int, delayed, no_string_conversion
 from kartoframe.execution.write import (
     ChunkResult,
     DataSerializer,
@@ -32,7 +33,7 @@ from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import SchemaEvolution, merge_into_stored, normalize_schema
-from kartoframe.plan.write import check_write_columns
+from kartoframe.plan.write import check_against_base, check_write_columns
 from kartoframe.plan.write_request import ResolvedWrite
 from kartoframe.storage.resolve import bloom_columns_of
 from kartoframe.storage.store import Store
@@ -42,6 +43,7 @@ __all__ = [
     "Committer",
     "PartitionWriter",
     "WriteFailure",
+    "prepare_ddf",
     "shuffle_for_write",
     "write_graph",
     "resolved_writer_and_committer",
@@ -187,17 +189,15 @@ class PartitionWriter:
     def _write(self, df: pd.DataFrame, origin: str) -> ChunkResult:
         pon = list(self.partition_on)
         table = frame_to_table(df, what=origin)
-        check_write_columns(table.schema, pon, list(self.index_columns), what=origin)
-        schema = normalize_schema(table.schema, pon)
-        if self.base_schema is not None:
-            merge_into_stored(
-                self.base_schema,
-                schema,
-                schema_evolution=self.schema_evolution,
-                dataset_uuid=self.dataset_uuid,
-                origin=origin,
-                partition_keys=pon,
-            )
+        schema = check_against_base(
+            table.schema,
+            self.base_schema,
+            pon,
+            list(self.index_columns),
+            dataset_uuid=self.dataset_uuid,
+            origin=origin,
+            schema_evolution=self.schema_evolution,
+        )
         if table.num_rows == 0:
             return ChunkResult((), schema, origin)
         return write_chunk(
@@ -247,6 +247,52 @@ class Committer:
 
     def __dask_tokenize__(self) -> tuple[str, str]:
         return (type(self).__name__, self.token)
+
+
+def prepare_ddf(
+    ddf: Any,
+    *,
+    partition_on: list[str],
+    secondary_indices: list[str],
+    shuffle: bool,
+    num_buckets: int,
+    bucket_by: list[str],
+    repartition_ratio: float | None,
+    base: LoadedDataset | None,
+    uuid: str,
+    schema_evolution: SchemaEvolution = "none",
+) -> tuple[Any, tuple[str, ...]]:
+    """Validate the frame's columns on its meta and apply repartitioning / shuffling.
+
+    Returns the frame to write and the columns the writers drop (the shuffle's bucket).
+    """
+    check_positive_int(num_buckets, "num_buckets")
+    meta_table = frame_to_table(ddf._meta, what="the dask DataFrame's meta")
+    check_write_columns(meta_table.schema, partition_on, secondary_indices, what="the DataFrame")
+    missing = [c for c in bucket_by if c not in meta_table.schema.names]
+    if missing:
+        raise ColumnNotFoundError(f"bucket_by columns not found in the DataFrame: {missing}.")
+    if base is not None:
+        merge_into_stored(
+            base.schema,
+            normalize_schema(meta_table.schema, partition_on),
+            schema_evolution=schema_evolution,
+            dataset_uuid=uuid,
+            origin="the dask DataFrame's meta",
+            partition_keys=partition_on,
+        )
+    if repartition_ratio is not None:
+        if not isinstance(repartition_ratio, int | float) or repartition_ratio <= 0:
+            raise InvalidInputError(f"repartition_ratio must be > 0, got {repartition_ratio!r}.")
+        n = max(1, int(-(-ddf.npartitions // repartition_ratio)))
+        ddf = ddf.repartition(npartitions=n)
+    if not shuffle:
+        if bucket_by or num_buckets != 1:
+            raise InvalidInputError("bucket_by and num_buckets need shuffle=True.")
+        return ddf, ()
+    if not partition_on:
+        raise InvalidInputError("shuffle=True needs partition_on (rows are shuffled on it).")
+    return shuffle_for_write(ddf, partition_on, bucket_by, num_buckets), (BUCKET_COLUMN,)
 
 
 def hash_bucket(df: pd.DataFrame, columns: Sequence[str], num_buckets: int) -> pd.DataFrame:

@@ -23,19 +23,28 @@ from kartoframe.execution.spark_engine import (
     check_store,
     column,
     require_pyspark,
+    sdf_arrow_schema,
     spark_type,
 )
 from kartoframe.execution.write import (
     ChunkResult,
     ParquetSerializer,
     WrittenPartition,
+    already_recorded,
+    commit_resolved,
     write_chunk,
 )
 from kartoframe.format import naming
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.header import DatasetHeader
+from kartoframe.format.schema import SchemaEvolution
 from kartoframe.format.spark_types import (
     from_spark_table,
     to_spark_schema,
 )
+from kartoframe.plan.write import check_against_base
+from kartoframe.plan.write_request import ResolvedWrite
+from kartoframe.storage.resolve import bloom_columns_of
 from kartoframe.storage.store import Store
 
 if TYPE_CHECKING:
@@ -251,3 +260,111 @@ def write_sdf(
             # retried task attempts may have left files nobody will commit
             delete_job_files(store, dataset_uuid, table_name, job_id, keep=[r["key"] for r in rows])
     return chunks
+
+
+# -- the dataset write: precheck, Spark job, one commit -----------------------------------
+def conformed_schema(
+    sdf: DataFrame, base: pa.Schema | None
+) -> tuple[pa.Schema, dict[str, str | None]]:
+    """The Arrow schema of the DataFrame, its instants in the zones of ``base``'s columns
+    (Spark has no zone per column; the same instants are stored in the dataset's zone).
+    """
+    schema = sdf_arrow_schema(sdf)
+    zones: dict[str, str | None] = {}
+    if base is not None:
+        for f in schema:
+            if f.name in base.names and pa.types.is_timestamp(f.type) and f.type.tz:
+                bt = base.field(f.name).type
+                if pa.types.is_timestamp(bt) and bt.tz is not None:
+                    zones[f.name] = bt.tz
+    fields = [
+        pa.field(f.name, pa.timestamp(f.type.unit, tz=zones[f.name])) if f.name in zones else f
+        for f in schema
+    ]
+    return pa.schema(fields), zones
+
+
+def _precheck(
+    sdf: DataFrame,
+    base: LoadedDataset | None,
+    partition_on: Sequence[str],
+    secondary_indices: Sequence[str],
+    uuid: str,
+    schema_evolution: SchemaEvolution = "none",
+) -> tuple[pa.Schema, dict[str, str | None]]:
+    """Validate the DataFrame's schema before Spark runs; return the normalised schema
+    and the time zones its instants are stored in.
+
+    With ``schema_evolution="add_columns"`` the DataFrame may add nullable columns and
+    widen decimals (as the eager and dask updates); otherwise it must match the stored
+    schema.
+    """
+    schema, zones = conformed_schema(sdf, base.schema if base is not None else None)
+    norm = check_against_base(
+        schema,
+        base.schema if base is not None else None,
+        partition_on,
+        secondary_indices,
+        dataset_uuid=uuid,
+        origin="the Spark DataFrame",
+        schema_evolution=schema_evolution,
+    )
+    return norm, zones
+
+
+def write_and_commit(
+    sdf: DataFrame | None,
+    st: Store,
+    target: ResolvedWrite,
+    *,
+    metadata: Mapping[str, Any] | None,
+    remove_labels: set[str],
+    serializer: ParquetSerializer,
+    sort_partitions_by: Sequence[str],
+    repartition: bool,
+) -> DatasetHeader | None:
+    """Precheck the DataFrame, let Spark write its chunks, commit once on the driver.
+
+    Returns the committed header, or None if the dataset already records the write's
+    application transaction (a retried step: nothing is written).
+    """
+    base, uuid = target.base, target.uuid
+    if already_recorded(st, uuid, target.request.commit):
+        return None
+    chunks: list[ChunkResult] = []
+    empty_schema = None
+    if sdf is not None:
+        empty_schema, zones = _precheck(
+            sdf,
+            base,
+            target.partition_on,
+            target.index_columns,
+            uuid,
+            target.request.schema_evolution,
+        )
+        chunks = write_sdf(
+            sdf,
+            st,
+            uuid,
+            table_name=target.table_name,
+            partition_on=target.partition_on,
+            index_columns=target.index_columns,
+            serializer=serializer,
+            sort_partitions_by=sort_partitions_by,
+            timezones=zones,
+            repartition=repartition,
+            bloom_filter_columns=bloom_columns_of(base),
+        )
+        if not chunks and base is not None:
+            # no rows: the DataFrame's schema still takes part (as an empty pandas frame's
+            # does), so an empty DataFrame can add columns
+            chunks = [ChunkResult((), empty_schema, "the Spark DataFrame")]
+    md = commit_resolved(
+        st,
+        target,
+        chunks,
+        remove_labels=remove_labels,
+        metadata=metadata,
+        empty_schema=empty_schema if base is None else None,
+    )
+    return md

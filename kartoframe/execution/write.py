@@ -48,6 +48,7 @@ from kartoframe.plan.write import ChunkResult, WrittenPartition
 from kartoframe.plan.write_request import ResolvedWrite
 from kartoframe.storage.commit import commit_transaction
 from kartoframe.storage.commit_values import Built, Intent
+from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import load_indices
 from kartoframe.storage.side_files import (
     base_statistics,
@@ -58,6 +59,7 @@ from kartoframe.storage.store import Store
 
 __all__ = [
     "ChunkResult",
+    "already_recorded",
     "CommitOptions",
     "DataSerializer",
     "ParquetSerializer",
@@ -228,6 +230,16 @@ def commit_write(
         delete_files(store, written_keys)
     assert result.header is not None
     return result.header
+
+
+def already_recorded(store: Store, dataset_uuid: str, commit: CommitOptions) -> bool:
+    """Whether the dataset already records the application transaction of ``commit``
+    (a retried step: nothing is written). No transaction: False, without any read.
+    """
+    if commit.app_id is None:
+        return False
+    state = current_state(store, dataset_uuid)
+    return commit.recorded_in(state.header if state else None)
 
 
 def commit_resolved(

@@ -18,12 +18,14 @@ from kartoframe.errors import (
 )
 from kartoframe.format import naming
 from kartoframe.format.index import check_indexable
+from kartoframe.format.schema import SchemaEvolution, merge_into_stored, normalize_schema
 from kartoframe.format.values import render_partition_value
 
 __all__ = [
     "ChunkResult",
     "PartitionPlan",
     "WrittenPartition",
+    "check_against_base",
     "check_write_columns",
     "new_file_uuid",
     "plan_partitions",
@@ -134,6 +136,35 @@ def check_write_columns(
         t = schema.field(c).type
         if pa.types.is_nested(t) or pa.types.is_binary(t):
             raise InvalidInputError(f"Cannot partition on column {c!r} of type {t}.")
+
+
+def check_against_base(
+    schema: pa.Schema,
+    base_schema: pa.Schema | None,
+    partition_on: Sequence[str],
+    secondary_indices: Sequence[str],
+    *,
+    dataset_uuid: str,
+    origin: str,
+    schema_evolution: SchemaEvolution = "none",
+) -> pa.Schema:
+    """Refuse an incompatible input before any file is written; return its normalised schema.
+
+    The columns are checked (:func:`check_write_columns`) and, for an update
+    (``base_schema``), the schema against the stored one (``schema_evolution``).
+    """
+    check_write_columns(schema, partition_on, secondary_indices, what=origin)
+    norm = normalize_schema(schema, partition_on)
+    if base_schema is not None:
+        merge_into_stored(
+            base_schema,
+            norm,
+            schema_evolution=schema_evolution,
+            dataset_uuid=dataset_uuid,
+            origin=origin,
+            partition_keys=partition_on,
+        )
+    return norm
 
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:

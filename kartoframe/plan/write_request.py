@@ -12,16 +12,28 @@ the chunk kernel and commit once with the result.
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
-from kartoframe.errors import DatasetExistsError, InvalidInputError
-from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
+from kartoframe.errors import DatasetExistsError, InvalidInputError, InvalidTypeError
+from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions, check_user_metadata
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.naming import MetadataFormat
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.commit_plan import check_partition_keys
 
-__all__ = ["CommitOptions", "ResolvedWrite", "Verb", "WriteRequest", "resolve_write"]
+__all__ = [
+    "CommitOptions",
+    "MetadataArg",
+    "ResolvedWrite",
+    "Verb",
+    "WriteRequest",
+    "jsonable",
+    "resolve_metadata",
+    "resolve_write",
+]
+
+MetadataArg = Mapping[str, Any] | Callable[[Mapping[str, Any]], Mapping[str, Any]] | None
 
 #: ``store``: a new dataset (``overwrite`` replaces one); ``update``: rows added to a
 #: dataset (created if missing) in one commit; ``append``: files written for an existing
@@ -130,3 +142,30 @@ def resolve_write(
     return ResolvedWrite(
         req, base, pon, table_name, md.storage_format, list(req.secondary_indices), maintained
     )
+
+
+def resolve_metadata(
+    metadata: MetadataArg, existing: Mapping[str, Any]
+) -> Mapping[str, Any] | None:
+    """The user metadata a write stores: ``metadata``, or ``metadata(existing)``, checked."""
+    if metadata is None:
+        return None
+    if callable(metadata):
+        metadata = metadata(dict(existing))
+    if not isinstance(metadata, Mapping):
+        raise InvalidTypeError(f"metadata must be a dict, got {type(metadata).__name__}.")
+    bad = [k for k in metadata if not isinstance(k, str)]
+    if bad:
+        raise InvalidTypeError(f"metadata keys must be strings, got {bad!r}.")
+    return check_user_metadata(metadata)
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-safe rendering of an argument, for the commit history."""
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)

@@ -15,6 +15,7 @@ from kartoframe.api.write import (
     DatasetMetadataResult,
 )
 from kartoframe.execution import spark_engine
+from kartoframe.execution.spark_write import conformed_schema
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.cube import Cube
 from kartoframe.format.schema import (
@@ -24,7 +25,7 @@ from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_write import (
     Operation,
 )
-from kartoframe.spark._write import _check_sdf, _conformed_schema
+from kartoframe.spark._write import _check_sdf
 
 #: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
 DataFrame = Any
@@ -80,7 +81,7 @@ def _write_cube(
 
     def schema(ds_id: str, sdf: DataFrame) -> pa.Schema:
         base = fw.existing.get(ds_id) if operation in ("append", "update") else None
-        return _conformed_schema(sdf, base.schema if base is not None else None)[0]
+        return conformed_schema(sdf, base.schema if base is not None else None)[0]
 
     headers = write_cube_sdfs(
         st,

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import pyarrow as pa
-
 from kartoframe.api._args import (
     StoreInput,
     check_format,
@@ -19,8 +17,6 @@ from kartoframe.api._args import (
 from kartoframe.api._write_args import new_dataset_args, update_request
 from kartoframe.api.write import (
     DatasetMetadataResult,
-    MetadataArg,
-    _already_committed,
     _evolution_arg,
     _existing,
     _resolve_metadata,
@@ -31,19 +27,14 @@ from kartoframe.errors import (
     InvalidTypeError,
 )
 from kartoframe.execution import spark_engine
-from kartoframe.execution.spark_write import write_sdf
-from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_resolved
+from kartoframe.execution.spark_write import write_and_commit
+from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format import naming
 from kartoframe.format.commit_args import CommitOptions
-from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
     SchemaEvolution,
-    merge_into_stored,
-    normalize_schema,
 )
-from kartoframe.plan.write import check_write_columns
-from kartoframe.plan.write_request import ResolvedWrite, WriteRequest, resolve_write
-from kartoframe.storage.resolve import bloom_columns_of
+from kartoframe.plan.write_request import MetadataArg, ResolvedWrite, WriteRequest, resolve_write
 from kartoframe.storage.store import Store
 
 #: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
@@ -59,109 +50,25 @@ def _check_sdf(sdf: object, name: str = "sdf") -> None:
         raise InvalidTypeError(f"{name} must be a pyspark.sql.DataFrame, got {type(sdf).__name__}.")
 
 
-def _conformed_schema(
-    sdf: DataFrame, base: pa.Schema | None
-) -> tuple[pa.Schema, dict[str, str | None]]:
-    """The Arrow schema of the DataFrame, its instants in the zones of ``base``'s columns
-    (Spark has no zone per column; the same instants are stored in the dataset's zone).
-    """
-    schema = spark_engine.sdf_arrow_schema(sdf)
-    zones: dict[str, str | None] = {}
-    if base is not None:
-        for f in schema:
-            if f.name in base.names and pa.types.is_timestamp(f.type) and f.type.tz:
-                bt = base.field(f.name).type
-                if pa.types.is_timestamp(bt) and bt.tz is not None:
-                    zones[f.name] = bt.tz
-    fields = [
-        pa.field(f.name, pa.timestamp(f.type.unit, tz=zones[f.name])) if f.name in zones else f
-        for f in schema
-    ]
-    return pa.schema(fields), zones
-
-
-def _precheck(
-    sdf: DataFrame,
-    base: LoadedDataset | None,
-    partition_on: Sequence[str],
-    secondary_indices: Sequence[str],
-    uuid: str,
-    schema_evolution: SchemaEvolution = "none",
-) -> tuple[pa.Schema, dict[str, str | None]]:
-    """Validate the DataFrame's schema before Spark runs; return the normalised schema
-    and the time zones its instants are stored in.
-
-    With ``schema_evolution="add_columns"`` the DataFrame may add nullable columns and
-    widen decimals (as the eager and dask updates); otherwise it must match the stored
-    schema.
-    """
-    schema, zones = _conformed_schema(sdf, base.schema if base is not None else None)
-    check_write_columns(schema, partition_on, secondary_indices, what="the Spark DataFrame")
-    norm = normalize_schema(schema, partition_on)
-    if base is not None:
-        merge_into_stored(
-            base.schema,
-            norm,
-            schema_evolution=schema_evolution,
-            dataset_uuid=uuid,
-            origin="the Spark DataFrame",
-            partition_keys=partition_on,
-        )
-    return norm, zones
-
-
-def _write_and_commit(
+def _commit(
     sdf: DataFrame | None,
     st: Store,
     target: ResolvedWrite,
     *,
-    metadata: Mapping[str, Any] | None,
-    remove_labels: set[str],
     df_serializer: ParquetSerializer | None,
     sort_partitions_by: Sequence[str] | None,
-    repartition: bool,
+    **kwargs: Any,
 ) -> DatasetMetadataResult:
-    """Precheck the DataFrame, let Spark write its chunks, commit once on the driver."""
-    base, uuid = target.base, target.uuid
-    if _already_committed(st, uuid, target.request.commit):
-        return DatasetMetadataResult(uuid, st)  # a retried step: already committed
-    chunks: list[ChunkResult] = []
-    empty_schema = None
-    if sdf is not None:
-        empty_schema, zones = _precheck(
-            sdf,
-            base,
-            target.partition_on,
-            target.index_columns,
-            uuid,
-            target.request.schema_evolution,
-        )
-        chunks = write_sdf(
-            sdf,
-            st,
-            uuid,
-            table_name=target.table_name,
-            partition_on=target.partition_on,
-            index_columns=target.index_columns,
-            serializer=serializer_arg(df_serializer),
-            sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-            timezones=zones,
-            repartition=repartition,
-            bloom_filter_columns=bloom_columns_of(base),
-        )
-        if not chunks and base is not None:
-            # no rows: the DataFrame's schema still takes part (as an empty pandas frame's
-            # does), so an empty DataFrame can add columns
-            chunks = [ChunkResult((), empty_schema, "the Spark DataFrame")]
-    md = commit_resolved(
+    """Run the Spark engine (:func:`~kartoframe.execution.spark_write.write_and_commit`)."""
+    write_and_commit(
+        sdf,
         st,
         target,
-        chunks,
-        remove_labels=remove_labels,
-        metadata=metadata,
-        empty_schema=empty_schema if base is None else None,
+        serializer=serializer_arg(df_serializer),
+        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
+        **kwargs,
     )
-    return DatasetMetadataResult(md.uuid, st)
+    return DatasetMetadataResult(target.uuid, st)
 
 
 def store_dataset_from_sdf(
@@ -279,7 +186,7 @@ def store_dataset_from_sdf(
         CommitOptions.of(app_id, app_version, commit_info),
     )
     target = resolve_write(request, None, exists=_existing(st, uuid) is not None)
-    return _write_and_commit(
+    return _commit(
         sdf,
         st,
         target,
@@ -386,7 +293,7 @@ def update_dataset_from_sdf(
         raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
     if sdf is None and delete_scope is None and metadata is None:
         raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
-    return _write_and_commit(
+    return _commit(
         sdf,
         st,
         target,
