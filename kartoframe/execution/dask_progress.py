@@ -14,12 +14,8 @@ __all__ = ["DaskProgressCallback"]
 class DaskProgressCallback(Callback):  # type: ignore[misc]
     """Draw one bar per ``compute()``: finished tasks out of all tasks of the graph.
 
-    Parameters
-    ----------
-    description
-        Text in front of the bar.
-    enabled
-        The caller's ``progress`` argument (bars are drawn only on a terminal).
+    The callback :func:`kartoframe.progress.dask_progress` returns; ``description`` and
+    ``enabled`` are its arguments.
     """
 
     def __init__(self, description: str = "dask", *, enabled: object = True) -> None:

@@ -53,44 +53,28 @@ def make_entry(
     prev_parts: dict[str, str] = (
         dict(previous.partitions) if previous is not None and previous.explicit_partitions else {}
     )
-    if header is None:
-        return LogEntry(
-            version,
-            timestamp,
-            operation,
-            dict(parameters),
-            writer,
-            dict(commit_info) if commit_info is not None else None,
-            app_id,
-            app_version,
-            True,
-            (),
-            tuple(prev_parts),
-            True,
-            previous.storage_format if previous is not None else "json",
-            None,
-            True,
-            None,
-            None,
-            reverts,
-            external,
-            foreign_sha256,
-        )
-    new_parts = dict(header.partitions) if header.explicit_partitions else {}
-    removed = [lb for lb, k in prev_parts.items() if new_parts.get(lb) != k]
-    added = [(lb, k) for lb, k in new_parts.items() if prev_parts.get(lb) != k]
-    reset = force_reset or previous is None or not previous.explicit_partitions
-    if not reset:
-        gone = set(removed)
-        replay = {lb: k for lb, k in prev_parts.items() if lb not in gone}
-        replay.update(added)
-        reset = list(replay.items()) != list(new_parts.items())
     fresh: tuple[str, ...] | None = None
-    if reset:
-        fresh = tuple(lb for lb, _ in added)
-        added = list(new_parts.items())
-        if len(fresh) == len(added):
-            fresh = None
+    if header is None:  # deleted: every partition of the previous version goes
+        reset, added, removed = True, [], list(prev_parts)
+        fmt: naming.MetadataFormat = previous.storage_format if previous is not None else "json"
+        doc, explicit, sha, schema = None, True, None, None
+    else:
+        new_parts = dict(header.partitions) if header.explicit_partitions else {}
+        removed = [lb for lb, k in prev_parts.items() if new_parts.get(lb) != k]
+        added = [(lb, k) for lb, k in new_parts.items() if prev_parts.get(lb) != k]
+        reset = force_reset or previous is None or not previous.explicit_partitions
+        if not reset:
+            gone = set(removed)
+            replay = {lb: k for lb, k in prev_parts.items() if lb not in gone}
+            replay.update(added)
+            reset = list(replay.items()) != list(new_parts.items())
+        if reset:
+            fresh = tuple(lb for lb, _ in added)
+            added = list(new_parts.items())
+            if len(fresh) == len(added):
+                fresh = None
+        fmt, doc = header.storage_format, _header_doc(header)
+        explicit, sha = header.explicit_partitions, header_digest(header)
     return LogEntry(
         version,
         timestamp,
@@ -103,11 +87,11 @@ def make_entry(
         reset,
         tuple(added),
         tuple(removed),
-        False,
-        header.storage_format,
-        _header_doc(header),
-        header.explicit_partitions,
-        header_digest(header),
+        header is None,
+        fmt,
+        doc,
+        explicit,
+        sha,
         schema,
         reverts,
         external,
