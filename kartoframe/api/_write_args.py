@@ -9,8 +9,10 @@ partition keys and table (they must match what was asked for) and every existing
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeVar, cast
 
 from kartoframe.api._args import (
     StoreInput,
@@ -29,11 +31,34 @@ from kartoframe.storage.store import Store
 
 __all__ = [
     "NewDatasetArgs",
+    "verb_like",
     "new_dataset_args",
     "update_indices",
     "update_layout",
     "update_request",
 ]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def verb_like(template: F, name: str, doc: str, run: Callable[..., Any]) -> F:
+    """A public verb with ``template``'s signature (and type) that calls ``run(**arguments)``.
+
+    Verbs that take the same keywords (``build_cube`` and ``extend_cube``, on every engine)
+    are written once: the second one binds its arguments with the first one's signature.
+    """
+    signature = inspect.signature(template)
+
+    @functools.wraps(template)
+    def verb(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return run(**bound.arguments)
+
+    verb.__name__ = verb.__qualname__ = name
+    verb.__doc__ = doc
+    return cast(F, verb)
 
 
 class NewDatasetArgs(NamedTuple):

@@ -71,16 +71,5 @@ WRITE_FRAGMENTS = {
 
 def fill(func: F) -> F:
     """Decorator: expand the write fragments, then the shared ones, of the docstring."""
-    doc = func.__doc__
-    if doc is None:  # python -OO
-        return func
-    out: list[str] = []
-    for line in doc.split("\n"):
-        name = line.strip()
-        if name.startswith("$") and name[1:] in WRITE_FRAGMENTS:
-            indent = line[: len(line) - len(line.lstrip())]
-            out += [indent + x for x in WRITE_FRAGMENTS[name[1:]].split("\n")]
-        else:
-            out.append(line)
-    func.__doc__ = expand("\n".join(out))
+    func.__doc__ = expand(func.__doc__, WRITE_FRAGMENTS)
     return func

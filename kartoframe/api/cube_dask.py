@@ -11,10 +11,12 @@ written by the graph are deleted.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kartoframe.api._args import StoreInput, serializer_arg
+from kartoframe.api._write_args import verb_like
 from kartoframe.api.cube_write import CUBE_SERIALIZER, cube_write_front, handles
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidInputError, InvalidTypeError
@@ -152,26 +154,15 @@ def build_cube_from_dataframe(
     return _write_dask("build", **locals())
 
 
-def extend_cube_from_dataframe(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    overwrite: bool = False,
-    partition_on: Mapping[str, Iterable[str]] | None = None,
-    shuffle: bool = False,
-    num_buckets: int = 1,
-    bucket_by: Iterable[str] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> Any:
+extend_cube_from_dataframe = verb_like(
+    build_cube_from_dataframe,
+    "extend_cube_from_dataframe",
     """Add non-seed datasets from dask DataFrames (see :func:`kartoframe.extend_cube`).
 
-    ``app_id``, ``app_version`` and ``commit_info`` work as there.
-    """
-    return _write_dask("extend", **locals())
+``app_id``, ``app_version`` and ``commit_info`` work as there.
+""",
+    functools.partial(_write_dask, "extend"),
+)
 
 
 def append_to_cube_from_dataframe(

@@ -9,6 +9,7 @@ writes the files and commits dataset by dataset, the seed last.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
+from kartoframe.api._write_args import verb_like
 from kartoframe.api._write_docs import fill
 from kartoframe.api.cube import _checked, load_cube_datasets
 from kartoframe.api.write import DatasetMetadataResult, _already_committed, _evolution_arg
@@ -261,26 +263,17 @@ def build_cube(
     return _write("build", **locals())
 
 
-@fill
-def extend_cube(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    overwrite: bool = False,
-    partition_on: Mapping[str, Iterable[str]] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> dict[str, DatasetMetadataResult]:
+extend_cube = verb_like(
+    build_cube,
+    "extend_cube",
     """Add (or with ``overwrite`` replace) non-seed datasets of an existing cube.
 
-    ``data`` is a dict ``{dataset_id: DataFrame}`` (or a list of those). Payload columns
-    must not exist in other datasets (except in datasets being replaced, so
-    ``overwrite=True`` can move columns). Other parameters as in :func:`build_cube`.
-    """
-    return _write("extend", **locals())
+``data`` is a dict ``{dataset_id: DataFrame}`` (or a list of those). Payload columns
+must not exist in other datasets (except in datasets being replaced, so
+``overwrite=True`` can move columns). Other parameters as in :func:`build_cube`.
+""",
+    functools.partial(_write, "extend"),
+)
 
 
 @fill

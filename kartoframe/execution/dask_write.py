@@ -122,19 +122,7 @@ def resolved_writer_and_committer(
 ) -> tuple[PartitionWriter, Committer]:
     """:func:`writer_and_committer` of a resolved write request (``kwargs``: the rest)."""
     return writer_and_committer(
-        st,
-        target.uuid,
-        base=target.base,
-        partition_on=target.partition_on,
-        secondary_indices=target.secondary_indices,
-        index_columns=target.index_columns,
-        storage_format=target.storage_format,
-        table_name=target.table_name,
-        expect_absent=target.expect_absent,
-        create_or_update=target.create_or_update,
-        schema_evolution=target.request.schema_evolution,
-        commit=target.request.commit,
-        **kwargs,
+        st, target.uuid, index_columns=target.index_columns, **target.commit_arguments(), **kwargs
     )
 
 

@@ -246,21 +246,7 @@ def commit_resolved(
     store: Store, target: ResolvedWrite, chunks: Sequence[ChunkResult], **kwargs: Any
 ) -> DatasetHeader:
     """:func:`commit_write` of a resolved write request (``kwargs``: the other arguments)."""
-    return commit_write(
-        store,
-        target.uuid,
-        chunks,
-        base=target.base,
-        partition_on=target.partition_on,
-        secondary_indices=target.secondary_indices,
-        storage_format=target.storage_format,
-        table_name=target.table_name,
-        expect_absent=target.expect_absent,
-        create_or_update=target.create_or_update,
-        schema_evolution=target.request.schema_evolution,
-        commit=target.request.commit,
-        **kwargs,
-    )
+    return commit_write(store, target.uuid, chunks, **target.commit_arguments(), **kwargs)
 
 
 def _commit(

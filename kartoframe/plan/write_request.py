@@ -88,6 +88,20 @@ class ResolvedWrite:
         """An update of a missing dataset lands as an update if another writer creates it."""
         return self.request.verb == "update"
 
+    def commit_arguments(self) -> dict[str, Any]:
+        """The keywords of ``commit_write`` this write fixes (every engine commits with them)."""
+        return {
+            "base": self.base,
+            "partition_on": self.partition_on,
+            "secondary_indices": self.secondary_indices,
+            "storage_format": self.storage_format,
+            "table_name": self.table_name,
+            "expect_absent": self.expect_absent,
+            "create_or_update": self.create_or_update,
+            "schema_evolution": self.request.schema_evolution,
+            "commit": self.request.commit,
+        }
+
 
 def resolve_write(
     request: WriteRequest, base: LoadedDataset | None, *, exists: bool = False

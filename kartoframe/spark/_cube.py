@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -11,6 +12,7 @@ from kartoframe.api._args import (
     StoreInput,
     serializer_arg,
 )
+from kartoframe.api._write_args import verb_like
 from kartoframe.api.write import (
     DatasetMetadataResult,
 )
@@ -140,25 +142,15 @@ def build_cube_from_sdf(
     return _write_cube("build", **locals())
 
 
-def extend_cube_from_sdf(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    overwrite: bool = False,
-    partition_on: Mapping[str, Iterable[str]] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    *,
-    repartition: bool = True,
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> dict[str, DatasetMetadataResult]:
+extend_cube_from_sdf = verb_like(
+    build_cube_from_sdf,
+    "extend_cube_from_sdf",
     """Add (or with ``overwrite`` replace) non-seed datasets from Spark DataFrames.
 
-    See :func:`kartoframe.extend_cube` and :func:`build_cube_from_sdf`.
-    """
-    return _write_cube("extend", **locals())
+See :func:`kartoframe.extend_cube` and :func:`build_cube_from_sdf`.
+""",
+    functools.partial(_write_cube, "extend"),
+)
 
 
 def append_to_cube_from_sdf(
