@@ -18,6 +18,7 @@ from kartoframe.api._args import (
     str_list,
 )
 from kartoframe.api._write_args import new_dataset_args, update_request
+from kartoframe.api._write_docs import fill
 from kartoframe.api.compat import resolve_factory, table_name_arg
 from kartoframe.api.write import (
     DatasetMetadataResult,
@@ -58,6 +59,7 @@ def _check_ddf(ddf: object, allow_none: bool) -> None:
         )
 
 
+@fill
 def store_dataset_from_ddf(
     ddf: Any,
     store: StoreInput,
@@ -259,6 +261,7 @@ def _graph(
     return dw.write_graph(prepared, writer, committer)
 
 
+@fill
 def update_dataset_from_ddf(
     ddf: Any,
     store: StoreInput | None = None,
@@ -296,21 +299,7 @@ def update_dataset_from_ddf(
         The rows to add, or None for a delete-only (or metadata-only) update.
     store, dataset_uuid
         The dataset.
-    delete_scope
-        ``[{column: value, ...}, ...]``: partitions matching any dict are removed in the
-        same commit (columns must be partition keys or indexed).
-    metadata
-        User metadata merged over the existing metadata.
-    df_serializer
-        :class:`kartoframe.ParquetSerializer` or :class:`kartoframe.CsvSerializer`.
-    metadata_merger
-        Accepted for plateau compatibility; metadata is merged key by key.
-    default_metadata_version
-        Must be 4.
-    partition_on
-        Must equal the dataset's partition keys (default: taken from the dataset).
-    sort_partitions_by
-        Sort each written file by these columns.
+    $update_common
     secondary_indices
         New indices (only for a new dataset); existing indices are always maintained.
     shuffle, num_buckets, bucket_by, repartition_ratio

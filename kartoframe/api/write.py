@@ -32,26 +32,26 @@ from kartoframe.errors import (
     InvalidInputError,
     InvalidTypeError,
 )
-from kartoframe.execution.eager_write import delete_scope_labels, precheck_frame, write_frames
+from kartoframe.execution.eager_write import (
+    commit_empty,
+    commit_partitions,
+    delete_scope_labels,
+    write_frames,
+    write_partition,
+)
 from kartoframe.execution.write import (
     ChunkResult,
     DataSerializer,
     WrittenPartition,
     already_recorded,
-    commit_resolved,
-    commit_write,
-    write_chunk,
 )
 from kartoframe.format import naming
 from kartoframe.format.commit_args import CommitOptions
-from kartoframe.format.convert import frame_to_table
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
     SCHEMA_EVOLUTIONS,
     SchemaEvolution,
-    normalize_schema,
 )
-from kartoframe.plan.write import check_write_columns
 from kartoframe.plan.write_request import (
     MetadataArg,
     ResolvedWrite,
@@ -60,7 +60,6 @@ from kartoframe.plan.write_request import (
     resolve_write,
 )
 from kartoframe.storage.resolve import (
-    bloom_columns_of,
     dataset_exists,
     load_dataset,
 )
@@ -447,21 +446,7 @@ def create_empty_dataset_header(
     request = WriteRequest(uuid, "store", None, (), table_name, fmt, overwrite, commit=commit)
     target = resolve_write(request, None, exists=dataset_exists(st, uuid))
     pon = str_list(partition_on, "partition_on")
-    if isinstance(schema, pd.DataFrame):
-        arrow_schema = frame_to_table(schema.iloc[:0], what="schema").schema
-    elif isinstance(schema, pa.Schema):
-        arrow_schema = schema
-    else:
-        raise InvalidTypeError("schema must be a pyarrow.Schema or a pandas.DataFrame.")
-    check_write_columns(arrow_schema, pon, [], what="schema")
-    md = commit_resolved(
-        st,
-        dataclasses.replace(target, partition_on=pon),
-        [],
-        metadata=_resolve_metadata(metadata, {}),
-        empty_schema=normalize_schema(arrow_schema, pon),
-        explicit_partitions=False,
-    )
+    md = commit_empty(st, target, schema, pon, metadata=_resolve_metadata(metadata, {}))
     return DatasetMetadataResult(md.uuid, st)
 
 
@@ -495,20 +480,8 @@ def write_single_partition(
         tuple(str_list(secondary_indices, "secondary_indices")),
         table_name or "",
     )
-    target = resolve_write(request, base)
-    precheck_frame(base, data, target.partition_on, "data")
-    result = write_chunk(
-        st,
-        uuid,
-        data,
-        table_name=target.table_name,
-        partition_on=target.partition_on,
-        index_columns=target.index_columns,
-        serializer=any_serializer_arg(df_serializer),
-        origin="data",
-        bloom_filter_columns=bloom_columns_of(base),
-    )
-    return MetaPartition(result)
+    serializer = any_serializer_arg(df_serializer)
+    return MetaPartition(write_partition(st, resolve_write(request, base), data, serializer))
 
 
 def commit_dataset(
@@ -548,44 +521,14 @@ def commit_dataset(
         raise DatasetNotFoundError(uuid, st.url)
     if commit.recorded_in(base.metadata):
         return DatasetMetadataResult(uuid, st)
-    committed = _explicit_base(base)
-    known = set(committed.metadata.partitions)
-    chunks = [p.result for p in parts]
-    fresh = [
-        ChunkResult(tuple(w for w in c.partitions if w.label not in known), c.schema, c.origin)
-        for c in chunks
-    ]
-    md = commit_write(
+    md = commit_partitions(
         st,
-        uuid,
-        fresh,
-        base=committed,
+        base,
+        [p.result for p in parts],
         partition_on=partition_on,
         secondary_indices=str_list(secondary_indices, "secondary_indices"),
-        remove_labels=delete_scope_labels(committed, st, delete_scope),
+        delete_scope=delete_scope,
         metadata=_resolve_metadata(metadata, base.metadata.metadata),
-        storage_format=base.metadata.storage_format,
-        table_name=base.metadata.table_name,
-        owns_files=False,
-        # files an implicit dataset already lists keep the statistics they were written with
-        statistics=[
-            w.statistics
-            for c in chunks
-            for w in c.partitions
-            if w.label in known and w.statistics is not None
-        ],
-        remove_scope=(
-            (lambda b: delete_scope_labels(b, st, delete_scope))
-            if delete_scope is not None
-            else None
-        ),
         commit=commit,
     )
     return DatasetMetadataResult(md.uuid, st)
-
-
-def _explicit_base(base: LoadedDataset) -> LoadedDataset:
-    """An implicit dataset becomes explicit: listed partitions are kept as committed."""
-    if base.metadata.explicit_partitions:
-        return base
-    return LoadedDataset(base.metadata, base.schema, base.indices, base.header_bytes)

@@ -9,26 +9,37 @@ the partitions a ``delete_scope`` removes (loading the indices it needs).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 
 from kartoframe.errors import EmptyInputError, InvalidInputError, InvalidTypeError
 from kartoframe.execution.chunks import DataSerializer, delete_files, write_chunk
-from kartoframe.execution.write import commit_resolved
+from kartoframe.execution.write import commit_resolved, commit_write
+from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader
+from kartoframe.format.schema import normalize_schema
 from kartoframe.plan.predicates import bind
 from kartoframe.plan.pruning import prune
 from kartoframe.plan.scan import required_index_columns
-from kartoframe.plan.write import ChunkResult, check_against_base
+from kartoframe.plan.write import ChunkResult, check_against_base, check_write_columns
 from kartoframe.plan.write_request import MetadataArg, ResolvedWrite, jsonable, resolve_metadata
 from kartoframe.storage.resolve import bloom_columns_of, load_indices
 from kartoframe.storage.store import Store
 
-__all__ = ["delete_scope_labels", "precheck_frame", "write_frames"]
+__all__ = [
+    "commit_empty",
+    "commit_partitions",
+    "delete_scope_labels",
+    "precheck_frame",
+    "write_frames",
+    "write_partition",
+]
 
 
 def delete_scope_labels(loaded: LoadedDataset, store: Store, delete_scope: object) -> set[str]:
@@ -149,3 +160,99 @@ def write_frames(
         delete_files(st, [p.key for c in chunks for p in c.partitions])
         raise
     return md
+
+
+def commit_empty(
+    st: Store,
+    target: ResolvedWrite,
+    schema: pa.Schema | pd.DataFrame,
+    partition_on: list[str],
+    *,
+    metadata: Mapping[str, Any] | None,
+) -> DatasetHeader:
+    """Commit a dataset with a schema and no partitions (an implicit dataset)."""
+    if isinstance(schema, pd.DataFrame):
+        arrow_schema = frame_to_table(schema.iloc[:0], what="schema").schema
+    elif isinstance(schema, pa.Schema):
+        arrow_schema = schema
+    else:
+        raise InvalidTypeError("schema must be a pyarrow.Schema or a pandas.DataFrame.")
+    check_write_columns(arrow_schema, partition_on, [], what="schema")
+    return commit_resolved(
+        st,
+        dataclasses.replace(target, partition_on=partition_on),
+        [],
+        metadata=metadata,
+        empty_schema=normalize_schema(arrow_schema, partition_on),
+        explicit_partitions=False,
+    )
+
+
+def write_partition(
+    st: Store, target: ResolvedWrite, data: Any, serializer: DataSerializer
+) -> ChunkResult:
+    """Write one frame's files for a later :func:`commit_partitions` (checked first)."""
+    assert target.base is not None
+    precheck_frame(target.base, data, target.partition_on, "data")
+    return write_chunk(
+        st,
+        target.uuid,
+        data,
+        table_name=target.table_name,
+        partition_on=target.partition_on,
+        index_columns=target.index_columns,
+        serializer=serializer,
+        origin="data",
+        bloom_filter_columns=bloom_columns_of(target.base),
+    )
+
+
+def commit_partitions(
+    st: Store,
+    base: LoadedDataset,
+    chunks: Sequence[ChunkResult],
+    *,
+    partition_on: Sequence[str] | None,
+    secondary_indices: Sequence[str],
+    delete_scope: Sequence[Mapping[str, Any]] | None,
+    metadata: Mapping[str, Any] | None,
+    commit: CommitOptions,
+) -> DatasetHeader:
+    """Commit files written by :func:`write_partition`; an implicit dataset becomes explicit.
+
+    Files an implicit dataset already lists are kept with the statistics they were
+    written with; the others are added.
+    """
+    committed = base
+    if not base.metadata.explicit_partitions:
+        committed = LoadedDataset(base.metadata, base.schema, base.indices, base.header_bytes)
+    known = set(committed.metadata.partitions)
+    fresh = [
+        ChunkResult(tuple(w for w in c.partitions if w.label not in known), c.schema, c.origin)
+        for c in chunks
+    ]
+    return commit_write(
+        st,
+        base.uuid,
+        fresh,
+        base=committed,
+        partition_on=partition_on,
+        secondary_indices=secondary_indices,
+        remove_labels=delete_scope_labels(committed, st, delete_scope),
+        metadata=metadata,
+        storage_format=base.metadata.storage_format,
+        table_name=base.metadata.table_name,
+        owns_files=False,
+        statistics=[
+            w.statistics
+            for c in chunks
+            for w in c.partitions
+            if w.label in known and w.statistics is not None
+        ],
+        remove_scope=(
+            (lambda b: delete_scope_labels(b, st, delete_scope))
+            if delete_scope is not None
+            else None
+        ),
+        commit=commit,
+    )
