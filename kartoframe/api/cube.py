@@ -11,31 +11,23 @@ multi-dataset write is in progress. Maintenance (delete, copy, cleanup, stats) l
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from kartoframe.api._args import StoreInput, ensure_store
 from kartoframe.api.read import DatasetMetadata
-from kartoframe.errors import DatasetNotFoundError, InvalidInputError, InvalidTypeError
+from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.cube_join import run_merged
 from kartoframe.execution.read_resolve import resolve_cube_query
-from kartoframe.format.cube import (
-    SEPARATOR,
-    Cube,
-    check_datasets,
-    cube_from_members,
-    dataset_ids_from_listing,
-    member_from_loaded,
-    str_tuple,
-)
+from kartoframe.format.cube import Cube, check_datasets, cube_from_members, member_from_loaded
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_query import CubeQueryPlan
-from kartoframe.storage.resolve import load_dataset
+from kartoframe.storage.cube_members import load_checked as _checked
+from kartoframe.storage.cube_members import load_cube_datasets
+from kartoframe.storage.cube_members import select_members as _selected
 from kartoframe.storage.store import Store
 
 if TYPE_CHECKING:
@@ -51,65 +43,7 @@ __all__ = [
     "query_cube_dataframe",
 ]
 
-_log = logging.getLogger(__name__)
-
-
 # -- discovery -------------------------------------------------------------------------
-
-
-def _dataset_ids(store: Store, uuid_prefix: str) -> list[str]:
-    names = store.iter_prefixes(prefix=uuid_prefix + SEPARATOR, delimiter="/")
-    return dataset_ids_from_listing(uuid_prefix, names)
-
-
-def _filter_arg(value: object) -> set[str] | None:
-    if value is None:
-        return None
-    return set(str_tuple(value, "filter_ktk_cube_dataset_ids", ordered=False))
-
-
-def load_cube_datasets(
-    store: Store, uuid_prefix: str, filter_ids: object = None
-) -> dict[str, LoadedDataset]:
-    """Load header and schema of the cube's datasets (no consistency check)."""
-    ids = _dataset_ids(store, uuid_prefix)
-    wanted = _filter_arg(filter_ids)
-    if wanted is not None:
-        ids = [i for i in ids if i in wanted]
-
-    def _load(ds_id: str) -> tuple[str, LoadedDataset | None]:
-        try:
-            return ds_id, load_dataset(store, f"{uuid_prefix}{SEPARATOR}{ds_id}")
-        except DatasetNotFoundError:  # removed between listing and loading
-            _log.warning("Ignoring dataset %r: its header disappeared.", ds_id)
-            return ds_id, None
-
-    if len(ids) > 1:
-        with ThreadPoolExecutor(max_workers=min(8, len(ids))) as pool:
-            found = list(pool.map(_load, ids))
-    else:
-        found = [_load(i) for i in ids]
-    return {k: v for k, v in found if v is not None}
-
-
-def _checked(cube: Cube, store: Store, filter_ids: object = None) -> dict[str, LoadedDataset]:
-    return _selected(cube, load_cube_datasets(store, cube.uuid_prefix, filter_ids), filter_ids)
-
-
-def _selected(
-    cube: Cube, datasets: Mapping[str, LoadedDataset], filter_ids: object = None
-) -> dict[str, LoadedDataset]:
-    """The requested datasets of the loaded ones, checked against the cube rules."""
-    wanted = _filter_arg(filter_ids)
-    if wanted is not None:
-        missing = sorted(wanted - set(datasets))
-        if missing:
-            raise InvalidInputError(
-                f"Could not find the following requested datasets: {', '.join(missing)}"
-            )
-        datasets = {k: v for k, v in datasets.items() if k in wanted}
-    check_datasets({k: member_from_loaded(k, v) for k, v in datasets.items()}, cube)
-    return dict(datasets)
 
 
 def discover_datasets_unchecked(
