@@ -10,7 +10,8 @@ from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format import naming
 from kartoframe.storage.csv_files import CsvSerializer
-from kartoframe.storage.store import Store, ensure_store
+from kartoframe.storage.store import Store
+from kartoframe.storage.store_arg import ensure_store
 
 StoreInput = Store | str | Callable[[], Any]
 

@@ -19,7 +19,7 @@ from kartoframe.format.plateau_schema import (
     validate_compatible,
 )
 from kartoframe.storage.store import Store
-from kartoframe.storage.store import ensure_store as _ensure_store
+from kartoframe.storage.store_arg import ensure_store as _ensure_store
 
 __all__ = [
     "empty_dataframe_from_schema",

@@ -33,13 +33,12 @@ from kartoframe.errors import (
     MissingDependencyError,
     StorageError,
 )
-from kartoframe.storage import kvstore
 from kartoframe.storage.failures import RetryingStore
 from kartoframe.storage.keys import check_key, directory_at
 from kartoframe.storage.local_files import local_publish, prune_empty_dirs
 from kartoframe.storage.urls import filesystem_class, redact_options, redact_url, url_options
 
-__all__ = ["Store", "ensure_store"]
+__all__ = ["Store"]
 
 T = TypeVar("T")
 
@@ -546,44 +545,3 @@ class Store(RetryingStore):
 
 def _as_bytes(data: Any) -> bytes:
     return data if isinstance(data, bytes) else bytes(data)
-
-
-def ensure_store(store: Store | str | os.PathLike[str] | Callable[[], Any]) -> Store:
-    """Normalise the ``store`` argument of every public function.
-
-    Accepts a :class:`Store`, a URL string or local path (``str`` or ``pathlib.Path``),
-    a simplekv/minimalkv key-value store (see :mod:`kartoframe.storage.kvstore`), or a
-    zero-argument factory returning one of those.
-
-    Raises
-    ------
-    InvalidTypeError
-        For any other type, or a factory returning one.
-    InvalidInputError
-        For an empty URL or an unknown protocol.
-    """
-    if isinstance(store, Store):
-        return store
-    if isinstance(store, str):
-        return Store(store)
-    if isinstance(store, os.PathLike):
-        path = os.fspath(store)
-        if isinstance(path, str):
-            return Store(path)
-    elif kvstore.is_kvstore(store):  # a simplekv/minimalkv store object
-        return kvstore.store_from_kvstore(store)
-    elif callable(store):
-        made = store()
-        if isinstance(made, Store | str) or (
-            isinstance(made, os.PathLike) and isinstance(os.fspath(made), str)
-        ):
-            return ensure_store(made)
-        if kvstore.is_kvstore(made):  # plateau's store factories
-            return kvstore.store_from_kvstore(made)
-        raise InvalidTypeError(
-            f"The store factory {store!r} returned {type(made).__name__}; it must return a "
-            "kartoframe.Store, a URL string or a simplekv/minimalkv key-value store."
-        )
-    raise InvalidTypeError(
-        f"store must be a kartoframe.Store, a URL string or a factory, got {type(store).__name__}."
-    )

@@ -17,7 +17,7 @@ from minimalkv.fsspecstore import FSSpecStore
 
 import kartoframe as kf
 from kartoframe.storage import kvstore
-from kartoframe.storage.store import ensure_store
+from kartoframe.storage.store_arg import ensure_store
 
 
 class HFSSpecStore(ExtendedKeyspaceMixin, FSSpecStore):  # type: ignore[misc]

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import kartoframe as kf
-from kartoframe.storage.store import ensure_store
+from kartoframe.storage.store_arg import ensure_store
 
 
 # -- accepted inputs -------------------------------------------------------------------------
