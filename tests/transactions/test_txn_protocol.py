@@ -20,8 +20,8 @@ import pytest
 import kartoframe as kf
 from kartoframe.api.write import delete_scope_labels
 from kartoframe.execution.write import commit_write, write_chunk
-from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format import header_stamp, naming, txlog
+from kartoframe.format.commit_args import CommitOptions
 from kartoframe.storage import log
 from kartoframe.storage.commit import HeaderPublishError, _settle, publish_current
 from kartoframe.storage.resolve import load_dataset
