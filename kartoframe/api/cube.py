@@ -25,14 +25,17 @@ from kartoframe.format.cube import Cube, check_datasets, cube_from_members, memb
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_query import CubeQueryPlan
-from kartoframe.storage.cube_members import load_checked as _checked
-from kartoframe.storage.cube_members import load_cube_datasets
+from kartoframe.storage.cube_members import load_checked
+from kartoframe.storage.cube_members import load_cube_datasets as load_cube_datasets
 from kartoframe.storage.cube_members import select_members as _selected
 from kartoframe.storage.store import Store
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
 
+
+#: the loaders the cube fronts share (imported from here by the write and admin fronts)
+_checked = load_checked
 
 __all__ = [
     "discover_cube",

@@ -88,37 +88,24 @@ def bound(predicates: object, schema: pa.Schema) -> Predicate | None:
     return bind(predicates, schema)
 
 
-def bind_query(
-    schema: pa.Schema,
-    *,
-    columns: Sequence[str] | None = None,
-    predicates: object = None,
-    dispatch_by: Sequence[str] | None = None,
-    categoricals: Sequence[str] | None = None,
-    dates_as_object: bool = True,
-    consistent_integers: bool = True,
-    dispatch_nulls: bool = True,
-    known_categories: bool = False,
-    typing_columns: Sequence[str] | None = None,
-) -> ReadQuery:
+#: ReadQuery fields given as sequences (stored as tuples; None stays None)
+_SEQUENCES = ("columns", "dispatch_by", "typing_columns")
+
+
+def bind_query(schema: pa.Schema, *, predicates: object = None, **options: Any) -> ReadQuery:
     """Bind a read request to a dataset schema (the only place dataset predicates are bound).
 
-    Columns are checked by planning (:func:`kartoframe.plan.scan.plan_bound`), after the
-    predicates, as before.
+    ``options`` are the other :class:`ReadQuery` fields (``columns``, ``dispatch_by``,
+    ``categoricals``, ``dates_as_object``, ``consistent_integers``, ``dispatch_nulls``,
+    ``known_categories``, ``typing_columns``); sequences may be lists. Columns are checked
+    by planning (:func:`kartoframe.plan.scan.plan_bound`), after the predicates.
     """
     pred = bound(predicates, schema)
-    return ReadQuery(
-        columns=None if columns is None else tuple(columns),
-        predicate=pred,
-        prune_predicate=pred,
-        dispatch_by=None if dispatch_by is None else tuple(dispatch_by),
-        categoricals=tuple(categoricals or ()),
-        dates_as_object=dates_as_object,
-        consistent_integers=consistent_integers,
-        dispatch_nulls=dispatch_nulls,
-        known_categories=known_categories,
-        typing_columns=None if typing_columns is None else tuple(typing_columns),
-    )
+    for name in _SEQUENCES:
+        if options.get(name) is not None:
+            options[name] = tuple(options[name])
+    options["categoricals"] = tuple(options.get("categoricals") or ())
+    return ReadQuery(predicate=pred, prune_predicate=pred, **options)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
