@@ -60,17 +60,8 @@ THIRD_PARTY_ONLY_IN = {
 
 #: No module is longer than this many lines ...
 SIZE_CAP = 600
-_SPLIT = "being split in issue 14 (owner: other helper)"
 #: ... unless it is listed here with the reason (a path relative to kartoframe/).
-OVERSIZE: dict[str, str] = {
-    "api/cube_write.py": _SPLIT,
-    "api/write.py": _SPLIT,
-    "execution/spark_engine.py": _SPLIT,
-    "execution/write.py": _SPLIT,
-    "plan/cube_query.py": _SPLIT,
-    "plan/cube_write.py": _SPLIT,
-    "spark.py": _SPLIT,
-}
+OVERSIZE: dict[str, str] = {}
 
 #: Imports that close a cycle and are still there (importer, imported), with the reason: the
 #: cycle test leaves them out of the graph.
