@@ -29,8 +29,8 @@ demo: $(STAMP) java
 	$(BIN)/python -m demo --store ./demo-data
 
 lint: $(STAMP)
-	$(BIN)/ruff check kartoframe tests asv_benchmarks
-	$(BIN)/ruff format --check kartoframe tests asv_benchmarks
+	$(BIN)/ruff check kartoframe tests asv_benchmarks demo
+	$(BIN)/ruff format --check kartoframe tests asv_benchmarks demo
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
