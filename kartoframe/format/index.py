@@ -65,8 +65,10 @@ def index_value_pairs(column: str, values: pa.Array | pa.ChunkedArray, label: st
     if values.type != t:
         values = values.cast(t)
     if pa.types.is_floating(t):
-        # one NaN: Arrow's unique keeps NaNs of other bit patterns (-nan) apart
+        # one NaN and one zero: Arrow's unique keeps NaNs of other bit patterns (-nan) and
+        # -0.0 apart from 0.0, while equality (and plateau's pandas-built indices) do not
         values = pc.if_else(pc.is_nan(values), pa.scalar(float("nan"), t), values)
+        values = pc.if_else(pc.equal(values, pa.scalar(0.0, t)), pa.scalar(0.0, t), values)
     uniq = pc.unique(values).drop_null()
     codes = pa.array(np.zeros(len(uniq), dtype=np.int32))
     labels = pa.DictionaryArray.from_arrays(codes, pa.array([label], type=pa.string()))
