@@ -66,7 +66,7 @@ API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ("Reading datasets", ("kartoframe.api.read",)),
     (
         "Writing datasets",
-        ("kartoframe.api.write", "kartoframe.execution.write", "kartoframe.storage.csv_files"),
+        ("kartoframe.api.write", "kartoframe.execution.chunks", "kartoframe.storage.csv_files"),
     ),
     ("Maintaining datasets", ("kartoframe.api.maintenance", "kartoframe.api.copy")),
     (

@@ -32,7 +32,7 @@ from kartoframe.errors import (
 )
 from kartoframe.execution.write import DataSerializer
 from kartoframe.format import naming
-from kartoframe.format.commit_args import CommitOptions, check_app_transaction
+from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.write_request import MetadataArg, ResolvedWrite, WriteRequest, resolve_write
 from kartoframe.storage.resolve import (
@@ -347,7 +347,7 @@ def update_dataset_from_ddf(
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
     check_metadata_version(default_metadata_version)
-    check_app_transaction(app_id, app_version)  # before any task writes a file
+    commit = CommitOptions.of(app_id, app_version, commit_info)  # before any file is written
     fmt = check_format(metadata_storage_format)
     evolution = _evolution_arg(schema_evolution)
     naming.validate_name(table_name, "table_name")
@@ -359,7 +359,7 @@ def update_dataset_from_ddf(
         table_name,
         fmt,
         schema_evolution=evolution,
-        commit=CommitOptions(app_id, app_version, commit_info),
+        commit=commit,
     )
     target = resolve_write(request, base)
     if ddf is None:

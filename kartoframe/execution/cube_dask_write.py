@@ -9,17 +9,15 @@ from typing import Any
 
 import pandas as pd
 
-from kartoframe.errors import EmptyInputError, MissingDependencyError
-
-try:
-    from dask.delayed import delayed
-except ImportError as _error:  # pragma: no cover - exercised without dask
-    raise MissingDependencyError("dask[dataframe]", "dask") from _error
-
-from kartoframe.execution.cube_write import ChunkFailure, commit_all, safe_write_chunk
-from kartoframe.execution.dask_engine import no_string_conversion
+from kartoframe.execution.cube_write import (
+    ChunkFailure,
+    commit_all,
+    safe_write_chunk,
+)
+from kartoframe.execution.cube_write import require_rows as check_rows
+from kartoframe.execution.dask_engine import delayed, no_string_conversion
 from kartoframe.execution.dask_write import BUCKET_COLUMN, shuffle_for_write
-from kartoframe.execution.write import ChunkResult, ParquetSerializer, delete_files
+from kartoframe.execution.write import ChunkResult, ParquetSerializer
 from kartoframe.format.cube import Cube
 from kartoframe.format.header import DatasetHeader
 from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite
@@ -78,26 +76,7 @@ class CubeCommitter:
         for ds_id, results in outcomes:
             chunks[ds_id].extend(results)
         if self.require_rows:
-            empty = sorted(
-                w.dataset_id
-                for w in self.plan.writes
-                if not any(
-                    isinstance(c, ChunkResult) and c.partitions for c in chunks[w.dataset_id]
-                )
-                and not any(isinstance(c, ChunkFailure) for c in chunks[w.dataset_id])
-            )
-            if empty:
-                delete_files(
-                    self.store,
-                    [
-                        p.key
-                        for cs in chunks.values()
-                        for c in cs
-                        if isinstance(c, ChunkResult)
-                        for p in c.partitions
-                    ],
-                )
-                raise EmptyInputError(f"Cannot write empty datasets: {', '.join(empty)}")
+            check_rows(self.store, self.plan, chunks)
         return commit_all(self.store, self.plan, chunks)
 
     def __dask_tokenize__(self) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
+from kartoframe.errors import EmptyInputError
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, commit_write, delete_files
 from kartoframe.format import naming
 from kartoframe.format.cube import CUBE_TABLE, Cube
@@ -35,7 +36,13 @@ from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import bloom_columns_of, statistics_ref
 from kartoframe.storage.store import Store
 
-__all__ = ["ChunkFailure", "commit_all", "write_dataset_chunk", "write_plan_files"]
+__all__ = [
+    "ChunkFailure",
+    "commit_all",
+    "require_rows",
+    "write_dataset_chunk",
+    "write_plan_files",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -95,6 +102,33 @@ def safe_write_chunk(
         return write_dataset_chunk(store, cube, write, data, serializer, origin=origin)
     except Exception as e:  # reported to and re-raised by the commit task
         return ChunkFailure(write.dataset_id, e)
+
+
+def require_rows(
+    store: Store,
+    plan: CubeWritePlan,
+    chunks: Mapping[str, Sequence[ChunkResult | ChunkFailure]],
+) -> None:
+    """Refuse a build, extend or append whose data left a dataset without rows.
+
+    Raises
+    ------
+    EmptyInputError
+        A written dataset got no rows (and no failure to report); every file written for
+        the operation is deleted first.
+    """
+    empty = sorted(
+        w.dataset_id
+        for w in plan.writes
+        if not any(
+            isinstance(c, ChunkResult) and c.partitions for c in chunks.get(w.dataset_id, ())
+        )
+        and not any(isinstance(c, ChunkFailure) for c in chunks.get(w.dataset_id, ()))
+    )
+    if empty:
+        good = {k: [c for c in cs if isinstance(c, ChunkResult)] for k, cs in chunks.items()}
+        delete_files(store, _chunk_keys(good))
+        raise EmptyInputError(f"Cannot write empty datasets: {', '.join(empty)}")
 
 
 def _chunk_keys(chunks: Mapping[str, Sequence[ChunkResult]]) -> list[str]:

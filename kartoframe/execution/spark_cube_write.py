@@ -8,9 +8,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from kartoframe.errors import EmptyInputError
 from kartoframe.execution import spark_write
 from kartoframe.execution.cube_write import commit_all
+from kartoframe.execution.cube_write import require_rows as check_rows
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, delete_files
 from kartoframe.format.cube import CUBE_TABLE, Cube
 from kartoframe.format.header import DatasetHeader
@@ -87,15 +87,7 @@ def write_cube_sdfs(
                 prepare=CubeChunk(plan.cube, slim),
             )
         if require_rows:
-            empty = sorted(
-                w.dataset_id
-                for w in plan.writes
-                if w.dataset_id in frames
-                and frames[w.dataset_id] is not None
-                and not any(c.partitions for c in chunks[w.dataset_id])
-            )
-            if empty:
-                raise EmptyInputError(f"Cannot write empty datasets: {', '.join(empty)}")
+            check_rows(store, plan, chunks)
     except BaseException:
         delete_files(store, [p.key for cs in chunks.values() for c in cs for p in c.partitions])
         raise
