@@ -19,7 +19,6 @@ import pandas as pd
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
 from kartoframe.api._write_args import verb_like
 from kartoframe.api._write_docs import fill
-from kartoframe.api.cube import _checked, load_cube_datasets
 from kartoframe.api.write import DatasetMetadataResult, _already_committed, _evolution_arg
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.cube_write import commit_all, write_plan_files
@@ -44,6 +43,7 @@ from kartoframe.plan.cube_write import (
     normalize_input,
     prepare_frame,
 )
+from kartoframe.storage.cube_members import load_checked, load_cube_datasets
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -149,7 +149,7 @@ def cube_write_front(
     if operation == "build":
         existing = load_cube_datasets(st, cube.uuid_prefix)
     else:
-        existing = _checked(cube, st)
+        existing = load_checked(cube, st)
         if operation == "remove" and touched is None:
             touched = set(existing)
     meta = checked_metadata(metadata, frames, touched)
