@@ -95,10 +95,6 @@ def precheck_frame(
     )
 
 
-def _precheck(base: LoadedDataset, df: Any, target: ResolvedWrite, origin: str) -> None:
-    precheck_frame(base, df, target.partition_on, origin, target.request.schema_evolution)
-
-
 def write_frames(
     st: Store,
     target: ResolvedWrite,
@@ -117,22 +113,8 @@ def write_frames(
         for i, df in enumerate(frames):
             if df is None:
                 continue
-            if base is not None:
-                _precheck(base, df, target, f"input frame {i}")
-            chunks.append(
-                write_chunk(
-                    st,
-                    target.uuid,
-                    df,
-                    table_name=target.table_name,
-                    partition_on=target.partition_on,
-                    index_columns=target.index_columns,
-                    serializer=serializer,
-                    sort_partitions_by=sort_partitions_by,
-                    origin=f"input frame {i}",
-                    bloom_filter_columns=bloom_columns_of(base),
-                )
-            )
+            origin = f"input frame {i}"
+            chunks.append(write_partition(st, target, df, serializer, origin, sort_partitions_by))
         if target.request.verb == "store" and not chunks:
             raise EmptyInputError(
                 "Cannot store empty datasets: no DataFrame was given (dfs must not be empty)."
@@ -189,11 +171,22 @@ def commit_empty(
 
 
 def write_partition(
-    st: Store, target: ResolvedWrite, data: Any, serializer: DataSerializer
+    st: Store,
+    target: ResolvedWrite,
+    data: Any,
+    serializer: DataSerializer,
+    origin: str = "data",
+    sort_partitions_by: Sequence[str] = (),
 ) -> ChunkResult:
-    """Write one frame's files for a later :func:`commit_partitions` (checked first)."""
-    assert target.base is not None
-    precheck_frame(target.base, data, target.partition_on, "data")
+    """Write one frame's files with the chunk kernel (checked against the base first).
+
+    Used for every frame of :func:`write_frames`, and alone for the files of a later
+    :func:`commit_partitions`.
+    """
+    if target.base is not None:
+        precheck_frame(
+            target.base, data, target.partition_on, origin, target.request.schema_evolution
+        )
     return write_chunk(
         st,
         target.uuid,
@@ -202,7 +195,8 @@ def write_partition(
         partition_on=target.partition_on,
         index_columns=target.index_columns,
         serializer=serializer,
-        origin="data",
+        sort_partitions_by=sort_partitions_by,
+        origin=origin,
         bloom_filter_columns=bloom_columns_of(target.base),
     )
 
