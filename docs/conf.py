@@ -63,7 +63,7 @@ API_MORE_TITLE = "Not yet sorted into a section"
 
 #: Section title -> modules whose public names it lists (in ``kartoframe.__all__`` order).
 API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
-    ("Reading datasets", ("kartoframe.api.read",)),
+    ("Reading datasets", ("kartoframe.api.read", "kartoframe.api.metadata")),
     (
         "Writing datasets",
         ("kartoframe.api.write", "kartoframe.execution.chunks", "kartoframe.storage.csv_files"),

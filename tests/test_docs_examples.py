@@ -64,6 +64,7 @@ def test_code_blocks_run(page: pathlib.Path, tmp_path, monkeypatch) -> None:
 MODULES = [
     "kartoframe.api.check",
     "kartoframe.api.history",
+    "kartoframe.api.metadata",
     "kartoframe.api.read",
     "kartoframe.api.write",
     "kartoframe.storage.csv_files",
