@@ -15,10 +15,9 @@ import dataclasses
 import gzip
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TypeVar, Unpack
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as ds
 
@@ -32,10 +31,11 @@ from kartoframe.errors import (
 from kartoframe.format.arrow_memory import reader
 from kartoframe.format.naming import PARQUET_SUFFIX
 from kartoframe.storage.parquet import (
+    ScanOptions,
     data_key_location,
     empty_table,
-    partition_expression,
     read_files,
+    scan_arguments,
 )
 from kartoframe.storage.store import Store
 
@@ -155,14 +155,7 @@ def _csv_format(schema: pa.Schema) -> ds.CsvFileFormat:
 
 
 def read_csv_files(
-    store: Store,
-    keys: Sequence[str],
-    schema: pa.Schema,
-    *,
-    partition_values: Sequence[Sequence[tuple[str, Any]]] | None = None,
-    columns: Sequence[str] | None = None,
-    filter: pc.Expression | None = None,
-    use_threads: bool = True,
+    store: Store, keys: Sequence[str], schema: pa.Schema, **options: Unpack[ScanOptions]
 ) -> pa.Table:
     """Read CSV objects as one table with the dataset ``schema`` (as
     :func:`kartoframe.storage.parquet.read_files` reads Parquet).
@@ -174,11 +167,10 @@ def read_csv_files(
     CorruptDataError
         A file cannot be parsed with the dataset's types.
     """
-    cols = list(columns) if columns is not None else None
+    exprs, cols, filter, use_threads = scan_arguments(schema, keys, options)
     fmt = _csv_format(schema)
     fragments = []
-    for i, key in enumerate(keys):
-        e = partition_expression(schema, (partition_values or [()] * len(keys))[i])
+    for key, e in zip(keys, exprs, strict=True):
         uuid, partition = data_key_location(key)
         where = {"dataset_uuid": uuid, "partition": partition, "key": key}
         try:
@@ -213,24 +205,16 @@ def read_csv_files(
 
 
 def read_data_files(
-    store: Store,
-    keys: Sequence[str],
-    schema: pa.Schema,
-    *,
-    partition_values: Sequence[Sequence[tuple[str, Any]]] | None = None,
-    columns: Sequence[str] | None = None,
-    filter: pc.Expression | None = None,
-    use_threads: bool = True,
+    store: Store, keys: Sequence[str], schema: pa.Schema, **options: Unpack[ScanOptions]
 ) -> pa.Table:
     """Read data files of either format as one table, in order.
 
     Parquet files (all of them, in datasets that hold no CSV) go to one multi-threaded
     Parquet scan; runs of CSV files to :func:`read_csv_files`.
     """
-    kwargs: dict[str, Any] = {"columns": columns, "filter": filter, "use_threads": use_threads}
     if not any(is_csv_key(k) for k in keys):
-        return read_files(store, keys, schema, partition_values=partition_values, **kwargs)
-    pvs = list(partition_values) if partition_values is not None else [()] * len(keys)
+        return read_files(store, keys, schema, **options)
+    pvs = options.get("partition_values") or [()] * len(keys)
     tables = []
     start = 0
     while start < len(keys):
@@ -239,9 +223,8 @@ def read_data_files(
         while end < len(keys) and is_csv_key(keys[end]) == csv:
             end += 1
         read = read_csv_files if csv else read_files
-        tables.append(
-            read(store, keys[start:end], schema, partition_values=pvs[start:end], **kwargs)
-        )
+        run: ScanOptions = {**options, "partition_values": pvs[start:end]}
+        tables.append(read(store, keys[start:end], schema, **run))
         start = end
     return pa.concat_tables(tables)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,6 +22,8 @@ __all__ = [
     "partition_expression",
     "read_files",
     "read_footer",
+    "scan_arguments",
+    "ScanOptions",
     "write_table",
 ]
 
@@ -83,21 +85,50 @@ def data_key_location(key: str) -> tuple[str, str]:
     return parts[0], "/".join(parts[2:-1]) if len(parts) > 3 else ""
 
 
+class ScanOptions(TypedDict, total=False):
+    """The keywords of the data-file scans (:func:`read_files`,
+    :func:`kartoframe.storage.csv_files.read_data_files`), written once.
+
+    Attributes
+    ----------
+    partition_values
+        Per key, the ``(column, value)`` pairs its partition path stands for (default:
+        none).
+    columns
+        Projection (default: all columns of the schema).
+    filter
+        Row filter, also pruning row groups by their statistics (default: none).
+    use_threads
+        Let Arrow scan on its thread pool (default True).
+    """
+
+    partition_values: Sequence[Sequence[tuple[str, Any]]] | None
+    columns: Sequence[str] | None
+    filter: pc.Expression | None
+    use_threads: bool
+
+
+def scan_arguments(
+    schema: pa.Schema, keys: Sequence[str], options: ScanOptions
+) -> tuple[list[pc.Expression], list[str] | None, pc.Expression | None, bool]:
+    """``(partition expression per key, columns, filter, use_threads)`` of a scan."""
+    pvs = options.get("partition_values")
+    columns = options.get("columns")
+    return (
+        [partition_expression(schema, pv) for pv in pvs or [()] * len(keys)],
+        list(columns) if columns is not None else None,
+        options.get("filter"),
+        options.get("use_threads", True),
+    )
+
+
 def _read_files(
-    store: Store,
-    keys: Sequence[str],
-    schema: pa.Schema,
-    *,
-    partition_values: Sequence[Sequence[tuple[str, Any]]] | None = None,
-    columns: Sequence[str] | None = None,
-    filter: pc.Expression | None = None,
-    use_threads: bool = True,
+    store: Store, keys: Sequence[str], schema: pa.Schema, options: ScanOptions
 ) -> pa.Table:
     """The scan of :func:`read_files`, its errors as Arrow and the store raise them."""
+    exprs, cols, filter, use_threads = scan_arguments(schema, keys, options)
     if not keys:
-        return empty_table(schema, columns)
-    exprs = [partition_expression(schema, pv) for pv in partition_values or [()] * len(keys)]
-    cols = list(columns) if columns is not None else None
+        return empty_table(schema, cols)
     if not store.is_local:
         return _read_fetched(store, keys, schema, exprs, cols, filter, use_threads)
     paths = [store.path(k) for k in keys]
@@ -131,14 +162,7 @@ class _Undecodable(Exception):
 
 
 def read_files(
-    store: Store,
-    keys: Sequence[str],
-    schema: pa.Schema,
-    *,
-    partition_values: Sequence[Sequence[tuple[str, Any]]] | None = None,
-    columns: Sequence[str] | None = None,
-    filter: pc.Expression | None = None,
-    use_threads: bool = True,
+    store: Store, keys: Sequence[str], schema: pa.Schema, **options: Unpack[ScanOptions]
 ) -> pa.Table:
     """Scan Parquet objects as one table with the dataset ``schema``.
 
@@ -157,20 +181,14 @@ def read_files(
     StorageError
         The store failed.
     """
-    kwargs: dict[str, Any] = {
-        "partition_values": partition_values,
-        "columns": columns,
-        "filter": filter,
-        "use_threads": use_threads,
-    }
     try:
-        return _read_files(store, keys, schema, **kwargs)
+        return _read_files(store, keys, schema, options)
     except KartoframeError:
         raise
     except _Undecodable as u:
-        raise _data_error(store, keys, schema, u.error, kwargs) from u.error
+        raise _data_error(store, keys, schema, u.error, options) from u.error
     except (pa.ArrowException, OSError) as e:
-        raise _data_error(store, keys, schema, e, kwargs) from e
+        raise _data_error(store, keys, schema, e, options) from e
 
 
 def _describe(store: Store, key: str) -> tuple[str, str, str]:
@@ -181,7 +199,7 @@ def _describe(store: Store, key: str) -> tuple[str, str, str]:
 
 
 def _culprit(
-    store: Store, keys: Sequence[str], schema: pa.Schema, e: BaseException, kwargs: dict[str, Any]
+    store: Store, keys: Sequence[str], schema: pa.Schema, e: BaseException, options: ScanOptions
 ) -> str | None:
     """The key a failed scan of several files failed on (probed one by one)."""
     if len(keys) == 1:
@@ -190,25 +208,25 @@ def _culprit(
     for k in keys:
         if store.path(k) in text:
             return k
-    pvs = kwargs["partition_values"]
+    pvs = options.get("partition_values")
     for i, k in enumerate(keys):
         if isinstance(e, FileNotFoundError):
             if not store.exists(k):
                 return k
             continue
-        one = {**kwargs, "partition_values": None if pvs is None else [pvs[i]]}
+        one: ScanOptions = {**options, "partition_values": None if pvs is None else [pvs[i]]}
         try:
-            _read_files(store, [k], schema, **one)
+            _read_files(store, [k], schema, one)
         except Exception:  # any failure of this one file names it
             return k
     return None
 
 
 def _data_error(
-    store: Store, keys: Sequence[str], schema: pa.Schema, e: BaseException, kwargs: dict[str, Any]
+    store: Store, keys: Sequence[str], schema: pa.Schema, e: BaseException, options: ScanOptions
 ) -> CorruptDataError:
     """The error for a failed scan, naming the file, its partition and its dataset."""
-    key = _culprit(store, keys, schema, e, kwargs)
+    key = _culprit(store, keys, schema, e, options)
     detail = store._safe_message(e)
     if key is None:
         return CorruptDataError(
