@@ -1,23 +1,13 @@
-"""The dask cube engine: query plans become ``dd.from_map`` graphs, writes a graph of chunk
-writes followed by one task that commits each dataset (the seed last).
+"""The dask cube query engine: query plans become ``dd.from_map`` graphs.
 
 Imported lazily (only by the dask cube functions), so ``import kartoframe`` works
-without dask.
-
-Queries
-    One dask partition per :class:`~kartoframe.plan.cube_query.QueryGroup` (one per
-    ``partition_by`` value, or per cube partition), each running
-    :func:`kartoframe.execution.cube_join.load_group`. ``meta`` is
-    :func:`~kartoframe.execution.cube_join.empty_result`: the exact dtypes of every
-    partition. dask's ``string[pyarrow]`` conversion is disabled for these collections.
-
-Writes
-    Every partition of every input frame is validated (NULLs, duplicate cells within the
-    chunk, schema) and written by its own task, which returns a small
-    :class:`~kartoframe.execution.write.ChunkResult` (or a
-    :class:`~kartoframe.execution.cube_write.ChunkFailure`). The final task runs
-    :func:`~kartoframe.execution.cube_write.commit_all`: on any failure it deletes every file
-    the graph wrote and raises, so no header changes.
+without dask. One dask partition per :class:`~kartoframe.plan.cube_query.QueryGroup` (one
+per ``partition_by`` value, or a few neighbouring cube partitions), each running
+:func:`kartoframe.execution.cube_join.load_group` (every dataset's files read by the
+dataset read kernel, then joined). ``meta`` is
+:func:`~kartoframe.execution.cube_join.empty_result`: the exact dtypes of every
+partition. dask's ``string[pyarrow]`` conversion is disabled for these collections.
+Cube writes are built by :mod:`kartoframe.execution.cube_dask_write`.
 """
 
 from __future__ import annotations
@@ -70,12 +60,6 @@ class GroupLoader:
         return ("kartoframe-cube-loader", self.token)
 
 
-def _slim(plan: CubeQueryPlan) -> CubeQueryPlan:
-    """The plan without what tasks do not need (header label order, other groups)."""
-    reads = tuple(dataclasses.replace(r, label_order={}) for r in plan.reads)
-    return dataclasses.replace(plan, reads=reads, groups=())
-
-
 #: Without ``partition_by``, about this many cube partitions form one dask partition.
 PARTITIONS_PER_TASK = 8
 
@@ -98,7 +82,7 @@ def plan_to_dataframe(plan: CubeQueryPlan, store: Store) -> Any:
             return dd.from_pandas(meta, npartitions=1)  # type: ignore[no-untyped-call]
         items = [_Group(g, f"{token}-{i}") for i, g in enumerate(groups)]
         return dd.from_map(  # type: ignore[no-untyped-call]
-            GroupLoader(_slim(plan), store, token),
+            GroupLoader(plan.slim(), store, token),
             items,
             meta=meta,
             label="query-cube",

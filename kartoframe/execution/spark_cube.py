@@ -1,28 +1,20 @@
-"""Cube queries and cube writes on Spark (pyspark reached through :mod:`spark_engine`).
+"""Cube queries on Spark (pyspark reached through :mod:`spark_engine`); cube writes are in
+:mod:`kartoframe.execution.spark_cube_write`.
 
-Queries
-    The :class:`~kartoframe.plan.cube_query.CubeQueryPlan` is cut into its query groups
-    (one per ``partition_by`` value, or per cube partition, neighbouring ones coalesced to
-    a few per core); a ``mapInArrow`` over the group numbers runs
-    :func:`kartoframe.execution.cube_join.load_group` — the kernel of the eager and dask
-    engines, so seed cells, inner/left joins, the keep-last overlay and the column order
-    are the same by construction — and hands the rows to Spark as Arrow. Rows then come
-    in :func:`kartoframe.query_cube`'s order: with ``partition_by`` the groups already are
-    in order; without, a query reading at most eight files per core runs as one group (in
-    order), a larger one ends with a Spark ``orderBy`` on the query dimensions and the
-    cube partition columns (``sort=False`` skips it).
-
-Writes
-    Every dataset's Spark DataFrame is written by
-    :func:`~kartoframe.execution.spark_write.write_sdf`, whose
-    executors validate each chunk with the cube rules (NULLs, duplicate cells, the planned
-    schema) before writing it; then :func:`kartoframe.execution.cube_write.commit_all`
-    commits one dataset at a time, the seed last, undoing everything on failure.
+The :class:`~kartoframe.plan.cube_query.CubeQueryPlan` is cut into its query groups (one
+per ``partition_by`` value, or per cube partition, neighbouring ones coalesced to a few
+per core); a ``mapInArrow`` over the group numbers runs
+:func:`kartoframe.execution.cube_join.load_group` — the dataset read kernel and the join
+of the eager and dask engines, so seed cells, inner/left joins, the keep-last overlay and
+the column order are the same by construction — and hands the rows to Spark as Arrow.
+Rows then come in :func:`kartoframe.query_cube`'s order: with ``partition_by`` the groups
+already are in order; without, a query reading at most eight files per core runs as one
+group (in order), a larger one ends with a Spark ``orderBy`` on the query dimensions and
+the cube partition columns (``sort=False`` skips it).
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
@@ -50,12 +42,6 @@ def cube_output_schema(plan: CubeQueryPlan) -> pa.Schema:
         else:  # pragma: no cover - the planner only outputs loaded columns
             raise AssertionError(f"no dataset provides column {c!r}")
     return pa.schema(fields)
-
-
-def _slim(plan: CubeQueryPlan) -> CubeQueryPlan:
-    """The plan without what executors do not need (header label order, the groups)."""
-    reads = tuple(dataclasses.replace(r, label_order={}) for r in plan.reads)
-    return dataclasses.replace(plan, reads=reads, groups=())
 
 
 def cube_plan_to_sdf(spark: Any, plan: CubeQueryPlan, store: Store, *, sort: bool = True) -> Any:
@@ -89,7 +75,7 @@ def cube_plan_to_sdf(spark: Any, plan: CubeQueryPlan, store: Store, *, sort: boo
         if sum(len(f) for f in merged.files.values()) <= 2 * slices:
             # few files: one task returns the rows in order; no sort, no second pass
             groups = (merged,)
-    slim = _slim(plan)
+    slim = plan.slim()
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:

@@ -174,6 +174,11 @@ class CubeQueryPlan:
         """Result rows are sorted by these: query dimensions, then cube partitions."""
         return tuple(self.intention.dimension_columns) + tuple(self.cube.partition_columns)
 
+    def slim(self) -> CubeQueryPlan:
+        """The plan without what tasks do not need (header label order, the groups)."""
+        reads = tuple(dataclasses.replace(r, label_order={}) for r in self.reads)
+        return dataclasses.replace(self, reads=reads, groups=())
+
     def read(self, dataset_id: str) -> DatasetRead:
         """The :class:`DatasetRead` of a dataset id."""
         for r in self.reads:
