@@ -10,6 +10,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, check_uuid, ensure_store
+from kartoframe.api._docs import fill
 from kartoframe.errors import InvalidInputError
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader
@@ -126,6 +127,7 @@ class DatasetMetadata:
         )
 
 
+@fill
 def read_dataset_metadata(
     dataset_uuid: str,
     store: StoreInput,
@@ -134,12 +136,7 @@ def read_dataset_metadata(
 ) -> DatasetMetadata:
     """Load a dataset's header and schema.
 
-    Parameters
-    ----------
-    dataset_uuid
-        The dataset.
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $params_dataset
     version, as_of
         A past version (time travel), as in :func:`read_table`.
 

@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, check_columns_arg, check_uuid, ensure_store, str_list
+from kartoframe.api._docs import fill
 from kartoframe.api.compat import resolve_factory
 from kartoframe.api.metadata import DatasetMetadata as DatasetMetadata
 from kartoframe.api.metadata import read_dataset_metadata as read_dataset_metadata
@@ -76,6 +77,7 @@ def _check_pushdown(predicate_pushdown_to_io: object) -> None:
         raise InvalidInputError("predicate_pushdown_to_io must be a bool.")
 
 
+@fill
 def read_table(
     dataset_uuid: str | None = None,
     store: StoreInput | None = None,
@@ -96,12 +98,7 @@ def read_table(
     ``docs/statistics.md``) -> Parquet row-group statistics -> row filter; no data file
     of a pruned partition is opened. Rows come in header (commit) order, file by file.
 
-    Parameters
-    ----------
-    dataset_uuid
-        The dataset.
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $params_dataset
     columns
         Projection, in output order (default: all, partition keys first).
     predicate_pushdown_to_io
