@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from kartoframe.format.cube import Cube
     from kartoframe.storage.store import Store
 
+T = TypeVar("T")
 
 # -- ls ------------------------------------------------------------------------------------
 
@@ -50,13 +53,7 @@ def list_store(store: Store) -> tuple[list[tuple[str, str]], dict[str, list[str]
     return sorted(datasets.items()), {k: sorted(v) for k, v in sorted(cubes.items())}
 
 
-def _dataset_long(store: Store, uuid: str) -> dict[str, Any]:
-    import kartoframe as kf
-
-    try:
-        md = kf.read_dataset_metadata(uuid, store)
-    except kf.KartoframeError as e:
-        return {"error": str(e)}
+def _dataset_long(md: DatasetMetadata) -> dict[str, Any]:
     return {
         "files": len(md.partitions),
         "partition_keys": md.partition_keys,
@@ -65,19 +62,25 @@ def _dataset_long(store: Store, uuid: str) -> dict[str, Any]:
     }
 
 
-def _cube_long(store: Store, prefix: str) -> dict[str, Any]:
-    import kartoframe as kf
-
-    try:
-        cube = kf.discover_cube(prefix, store)
-    except kf.KartoframeError as e:
-        return {"error": str(e)}
+def _cube_long(cube: Cube) -> dict[str, Any]:
     return {
         "seed": cube.seed_dataset,
         "dimension_columns": list(cube.dimension_columns),
         "partition_columns": list(cube.partition_columns),
         "index_columns": list(cube.index_columns),
     }
+
+
+def _long(
+    load: Callable[[str, Store], T], fields: Callable[[T], dict[str, Any]], store: Store, name: str
+) -> dict[str, Any]:
+    """The ``--long`` fields of one listed dataset or cube (its error if it cannot load)."""
+    import kartoframe as kf
+
+    try:
+        return fields(load(name, store))
+    except kf.KartoframeError as e:
+        return {"error": str(e)}
 
 
 @click.command("ls")
@@ -106,13 +109,18 @@ def ls_command(long_: bool) -> None:
         {"name": p, "kind": "cube", "datasets": ids} for p, ids in cubes.items()
     ]
     if long_:
+        import kartoframe as kf
+
         with ThreadPoolExecutor(max_workers=8) as pool:
-            ds_long = list(pool.map(lambda r: _dataset_long(st, r["name"]), ds_rows))
-            cube_long = list(pool.map(lambda r: _cube_long(st, r["name"]), cube_rows))
-        for r, extra in zip(ds_rows, ds_long):
-            r.update(extra)
-        for r, extra in zip(cube_rows, cube_long):
-            r.update(extra)
+            ds_long = pool.map(
+                partial(_long, kf.read_dataset_metadata, _dataset_long, st),
+                [r["name"] for r in ds_rows],
+            )
+            cube_long = pool.map(
+                partial(_long, kf.discover_cube, _cube_long, st), [r["name"] for r in cube_rows]
+            )
+            for r, extra in [*zip(ds_rows, ds_long), *zip(cube_rows, cube_long)]:
+                r.update(extra)
     if ctx.json:
         emit_json({"store": ctx.store_label(), "datasets": ds_rows, "cubes": cube_rows})
         return

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -25,10 +26,29 @@ from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
 if TYPE_CHECKING:
     from kartoframe.storage.store import Store
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 YES_OPTION = click.option(
     "-y", "--yes", is_flag=True, help="Do not ask for confirmation (needed without a terminal)."
 )
 DRY_RUN_OPTION = click.option("--dry-run", is_flag=True, help="Only list what would be deleted.")
+
+
+def _grace_options(what: str) -> Callable[[F], F]:
+    """``--grace-hours`` and ``--force`` (gc, cleanup); ``what`` a write must not run to."""
+    grace = click.option(
+        "--grace-hours",
+        type=click.FloatRange(min=0),
+        default=GRACE_HOURS,
+        show_default=True,
+        help="Keep files younger than H hours (writes in progress); below 1 needs --force.",
+    )
+    force = click.option(
+        "--force",
+        is_flag=True,
+        help=f"Allow --grace-hours below 1: only when no write to the {what} is running.",
+    )
+    return lambda command: grace(force(command))
 
 
 def _done(message: str, payload: dict[str, Any]) -> None:
@@ -132,18 +152,7 @@ def report_deletion(keys: list[str], *, dry_run: bool) -> None:
     help="Keep the files a version current during the last H hours references "
     "(0: only what the current version references).",
 )
-@click.option(
-    "--grace-hours",
-    type=click.FloatRange(min=0),
-    default=GRACE_HOURS,
-    show_default=True,
-    help="Keep files younger than H hours (writes in progress); below 1 needs --force.",
-)
-@click.option(
-    "--force",
-    is_flag=True,
-    help="Allow --grace-hours below 1: only when no write to the dataset is running.",
-)
+@_grace_options("dataset")
 @DRY_RUN_OPTION
 @YES_OPTION
 @KIND_OPTION
@@ -287,18 +296,7 @@ def delete_command(name: str, datasets: tuple[str, ...], yes: bool, kind: Kind) 
 
 @click.command("cleanup")
 @click.argument("cube")
-@click.option(
-    "--grace-hours",
-    type=click.FloatRange(min=0),
-    default=GRACE_HOURS,
-    show_default=True,
-    help="Keep files younger than H hours (writes in progress); below 1 needs --force.",
-)
-@click.option(
-    "--force",
-    is_flag=True,
-    help="Allow --grace-hours below 1: only when no write to the cube is running.",
-)
+@_grace_options("cube")
 @DRY_RUN_OPTION
 @YES_OPTION
 @json_option
