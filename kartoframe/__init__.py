@@ -12,6 +12,7 @@ matter of changing the import::
 
 from __future__ import annotations
 
+from kartoframe import errors as _errors
 from kartoframe.api import accessor as _accessor  # noqa: F401  (registers df.karto)
 from kartoframe.api.bag import (
     build_dataset_indices__bag,
@@ -86,31 +87,7 @@ from kartoframe.api.write import (
     update_dataset_from_dataframes__iter,
     write_single_partition,
 )
-from kartoframe.errors import (
-    ColumnNotFoundError,
-    CommitConflictError,
-    CorruptDataError,
-    CorruptMetadataError,
-    DatasetExistsError,
-    DatasetNotFoundError,
-    EmptyInputError,
-    FormatError,
-    InvalidInputError,
-    InvalidPredicateError,
-    InvalidTypeError,
-    InvalidUUIDError,
-    KartoframeError,
-    MissingBucketError,
-    MissingDataFileError,
-    MissingDependencyError,
-    NullPartitionValueError,
-    SchemaError,
-    SparkPythonWorkerError,
-    StorageCredentialsError,
-    StorageError,
-    UnsafePathError,
-    UnsupportedVersionError,
-)
+from kartoframe.errors import *  # noqa: F403  (every error class, as errors.__all__ lists them)
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.cube import Cube
 from kartoframe.plan.conditions import C, Condition, Conjunction
@@ -120,35 +97,13 @@ from kartoframe.storage.store import Store
 __version__ = "0.1.0"
 
 __all__ = [
-    "ColumnNotFoundError",
-    "CommitConflictError",
-    "CorruptDataError",
-    "CorruptMetadataError",
+    *_errors.__all__,
     "CsvSerializer",
-    "DatasetExistsError",
     "DatasetMetadata",
     "DatasetMetadataResult",
-    "DatasetNotFoundError",
-    "EmptyInputError",
-    "FormatError",
-    "InvalidInputError",
-    "InvalidPredicateError",
-    "InvalidTypeError",
-    "InvalidUUIDError",
-    "KartoframeError",
     "MetaPartition",
-    "MissingBucketError",
-    "MissingDataFileError",
-    "MissingDependencyError",
-    "NullPartitionValueError",
     "ParquetSerializer",
-    "SchemaError",
-    "SparkPythonWorkerError",
-    "StorageCredentialsError",
-    "StorageError",
     "Store",
-    "UnsafePathError",
-    "UnsupportedVersionError",
     "__version__",
     "build_dataset_indices",
     "collect_dataset_metadata",
