@@ -11,16 +11,14 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-
-import pandas as pd
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
 from kartoframe.api._write_args import verb_like
 from kartoframe.api._write_docs import fill
-from kartoframe.api.write import DatasetMetadataResult, _already_committed, _evolution_arg
+from kartoframe.api.write import DatasetMetadataResult, _evolution_arg
 from kartoframe.errors import InvalidTypeError
+from kartoframe.execution.cube_resolve import resolve_cube_operation
 from kartoframe.execution.cube_write import commit_all, write_plan_files
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.commit_args import CommitOptions, check_commit_info
@@ -29,21 +27,9 @@ from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.conditions import ConditionsArg, Conjunction
 from kartoframe.plan.cube_front import (
     FrameWrite,
-    checked_metadata,
-    cube_targets,
-    resolve_cube_write,
 )
-from kartoframe.plan.cube_write import (
-    CubeWritePlan,
-    InputData,
-    Operation,
-    check_frame_columns,
-    check_user_frame,
-    normalize_columns,
-    normalize_input,
-    prepare_frame,
-)
-from kartoframe.storage.cube_members import load_checked, load_cube_datasets
+from kartoframe.plan.cube_rules import concat_input, prepare_inputs
+from kartoframe.plan.cube_write import CubeWritePlan, Operation
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -57,44 +43,6 @@ __all__ = [
 
 #: The data file serializer of cube writes (kartothek's ``KTK_CUBE_DF_SERIALIZER``).
 CUBE_SERIALIZER = ParquetSerializer(compression=CUBE_COMPRESSION)
-
-
-def _concat(frames: list[Any]) -> Any:
-    frames = [f for f in frames if f is not None]
-    for f in frames:
-        if not isinstance(f, pd.DataFrame):
-            check_user_frame("", f)
-    if not frames:
-        return None
-    if len(frames) == 1:
-        return frames[0]
-    return pd.concat([normalize_columns(f) for f in frames], ignore_index=True)
-
-
-def prepare_inputs(
-    cube: Cube,
-    data: Mapping[str, Any],
-    partition_on: Mapping[str, tuple[str, ...]],
-    existing_payload: set[str],
-) -> dict[str, InputData | None]:
-    """Check and prepare every dataset's rows (eager writes)."""
-    out: dict[str, InputData | None] = {}
-    for ds_id in sorted(data):
-        df = data[ds_id]
-        check_user_frame(ds_id, df)
-        if df is None:
-            out[ds_id] = None
-            continue
-        df = normalize_columns(df)
-        check_frame_columns(
-            ds_id, [str(c) for c in df.columns], cube, existing_payload, partition_on[ds_id]
-        )
-        if df.empty:
-            out[ds_id] = None
-            continue
-        table = prepare_frame(ds_id, df, cube, partition_on[ds_id])
-        out[ds_id] = InputData(table.schema, table)
-    return out
 
 
 def execute_write(
@@ -118,21 +66,18 @@ def cube_write_front(
     frames_of: Callable[[Cube], Mapping[str, Any]],
     *,
     check_store: Callable[[Store], None] | None = None,
-    metadata: object = None,
-    overwrite: bool = False,
-    partition_on: object = None,
-    remove_conditions: object = None,
-    ktk_cube_dataset_ids: object = None,
     schema_evolution: object = "none",
     app_id: object = None,
     app_version: object = None,
     commit_info: object = None,
+    **options: Any,
 ) -> tuple[Store, FrameWrite]:
-    """The one front of every cube write (eager, dask, Spark): check, load, resolve.
+    """The one front of every cube write (eager, dask, Spark): check the arguments, then
+    load and resolve (:func:`kartoframe.execution.cube_resolve.resolve_cube_operation`).
 
-    ``frames_of(cube)`` adapts the engine's input to ``{dataset_id: frame}``. Datasets that
-    already record the application transaction (``app_id``/``app_version``) are *done*;
-    see :func:`~kartoframe.plan.cube_front.resolve_cube_write`.
+    ``frames_of(cube)`` adapts the engine's input to ``{dataset_id: frame}``; ``options``
+    are the verb's ``metadata``, ``overwrite``, ``partition_on``, ``remove_conditions`` and
+    ``ktk_cube_dataset_ids``.
     """
     if not isinstance(cube, Cube):
         raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
@@ -143,42 +88,9 @@ def cube_write_front(
     commit = CommitOptions.of(app_id, app_version)
     evolution = _evolution_arg(schema_evolution)
     commit = CommitOptions(commit.app_id, commit.app_version, check_commit_info(commit_info))
-    touched, conds = cube_targets(
-        cube, operation, frames, ktk_cube_dataset_ids, remove_conditions, evolution
+    return st, resolve_cube_operation(
+        st, cube, operation, frames, schema_evolution=evolution, commit=commit, **options
     )
-    if operation == "build":
-        existing = load_cube_datasets(st, cube.uuid_prefix)
-    else:
-        existing = load_checked(cube, st)
-        if operation == "remove" and touched is None:
-            touched = set(existing)
-    meta = checked_metadata(metadata, frames, touched)
-    done = _done(st, cube, set(frames) | (touched or set()), commit)
-    return st, resolve_cube_write(
-        cube,
-        operation,
-        frames,
-        existing=existing,
-        touched=touched,
-        conditions=conds,
-        metadata=meta,
-        done=done,
-        partition_on=partition_on,
-        overwrite=overwrite,
-        schema_evolution=evolution,
-        commit=commit,
-    )
-
-
-def _done(st: Store, cube: Cube, ids: set[str], commit: CommitOptions) -> frozenset[str]:
-    """The datasets among ``ids`` that already record the application transaction."""
-    if commit.app_id is None or not ids:
-        return frozenset()
-    ordered = sorted(ids)
-    uuids = [cube.ktk_dataset_uuid(i) for i in ordered]
-    with ThreadPoolExecutor(max_workers=min(8, len(ordered))) as pool:
-        flags = list(pool.map(lambda u: _already_committed(st, u, commit), uuids))
-    return frozenset(i for i, f in zip(ordered, flags) if f)
 
 
 def _write(
@@ -194,9 +106,7 @@ def _write(
         operation,
         cube,
         store,
-        lambda c: (
-            {k: _concat(v) for k, v in normalize_input(data, c).items()} if data is not None else {}
-        ),
+        lambda c: concat_input(data, c),
         **options,
     )
     if fw.complete:

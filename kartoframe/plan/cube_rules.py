@@ -9,7 +9,8 @@ and index columns, duplicate cells), checked before any byte is written.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,9 @@ from kartoframe.format.convert import frame_to_table
 from kartoframe.format.cube import Cube, payload_subset, str_tuple
 
 __all__ = [
+    "InputData",
+    "concat_input",
+    "prepare_inputs",
     "check_frame_columns",
     "check_metadata",
     "check_nulls",
@@ -35,6 +39,14 @@ __all__ = [
     "prepare_partition_on",
     "sort_keys",
 ]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class InputData:
+    """One dataset's input: a prepared table (eager) or only its schema (dask meta)."""
+
+    schema: pa.Schema
+    table: pa.Table | None
 
 
 def is_frame(obj: object) -> bool:
@@ -283,3 +295,50 @@ def prepare_frame(
 def _is_identity(order: pa.Array) -> bool:
     arr = order.to_numpy(zero_copy_only=False)
     return bool(len(arr) == 0 or (arr[0] == 0 and np.all(np.diff(arr) == 1)))
+
+
+def _concat(frames: list[Any]) -> Any:
+    frames = [f for f in frames if f is not None]
+    for f in frames:
+        if not isinstance(f, pd.DataFrame):
+            check_user_frame("", f)
+    if not frames:
+        return None
+    if len(frames) == 1:
+        return frames[0]
+    return pd.concat([normalize_columns(f) for f in frames], ignore_index=True)
+
+
+def concat_input(data: object, cube: Cube) -> dict[str, Any]:
+    """The eager input as one frame per dataset (None: nothing given; see
+    :func:`normalize_input`).
+    """
+    if data is None:
+        return {}
+    return {k: _concat(v) for k, v in normalize_input(data, cube).items()}
+
+
+def prepare_inputs(
+    cube: Cube,
+    data: Mapping[str, Any],
+    partition_on: Mapping[str, tuple[str, ...]],
+    existing_payload: set[str],
+) -> dict[str, InputData | None]:
+    """Check and prepare every dataset's rows (eager writes)."""
+    out: dict[str, InputData | None] = {}
+    for ds_id in sorted(data):
+        df = data[ds_id]
+        check_user_frame(ds_id, df)
+        if df is None:
+            out[ds_id] = None
+            continue
+        df = normalize_columns(df)
+        check_frame_columns(
+            ds_id, [str(c) for c in df.columns], cube, existing_payload, partition_on[ds_id]
+        )
+        if df.empty:
+            out[ds_id] = None
+            continue
+        table = prepare_frame(ds_id, df, cube, partition_on[ds_id])
+        out[ds_id] = InputData(table.schema, table)
+    return out

@@ -43,6 +43,7 @@ from kartoframe.format.schema import (
 from kartoframe.plan import predicates as preds
 from kartoframe.plan.conditions import Conjunction
 from kartoframe.plan.cube_rules import (
+    InputData,
     check_frame_columns,
     check_metadata,
     check_user_frame,
@@ -192,14 +193,6 @@ def _planned_member(
     ds_id: str, schema: pa.Schema, partition_on: Sequence[str], indices: Sequence[str]
 ) -> CubeMember:
     return CubeMember(ds_id, schema, tuple(partition_on), frozenset(indices), {}, CUBE_TABLE)
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class InputData:
-    """One dataset's input: a prepared table (eager) or only its schema (dask meta)."""
-
-    schema: pa.Schema
-    table: pa.Table | None
 
 
 def plan_write(
