@@ -221,44 +221,24 @@ def _graph(
     st: Any,
     target: ResolvedWrite,
     *,
-    metadata: Mapping[str, Any] | None,
-    remove_labels: set[str] | None = None,
     df_serializer: object,
     sort_partitions_by: object,
-    shuffle: bool,
-    num_buckets: int,
     bucket_by: object,
-    repartition_ratio: float | None,
+    **kwargs: Any,
 ) -> Any:
-    """Prepare the frame (checks, shuffle) and build its write graph: one commit task."""
-    from kartoframe.execution import dask_write as dw
+    """The write graph (:func:`kartoframe.execution.dask_write.ddf_write_graph`)."""
+    from kartoframe.execution.dask_write import ddf_write_graph
 
-    prepared: Any = None
-    drop: tuple[str, ...] = ()
-    if ddf is not None:
-        prepared, drop = dw.prepare_ddf(
-            ddf,
-            partition_on=target.partition_on,
-            secondary_indices=target.index_columns,
-            shuffle=shuffle,
-            num_buckets=num_buckets,
-            bucket_by=str_list(bucket_by, "bucket_by"),
-            repartition_ratio=repartition_ratio,
-            base=target.base,
-            uuid=target.uuid,
-            schema_evolution=target.request.schema_evolution,
-        )
-    writer, committer = dw.resolved_writer_and_committer(
+    return ddf_write_graph(
+        ddf,
         st,
         target,
         result=DatasetMetadataResult,
+        bucket_by=str_list(bucket_by, "bucket_by") if ddf is not None else [],
         serializer=any_serializer_arg(df_serializer),
         sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-        metadata=metadata,
-        remove_labels=remove_labels or set(),
-        drop_columns=drop,
+        **kwargs,
     )
-    return dw.write_graph(prepared, writer, committer)
 
 
 @fill

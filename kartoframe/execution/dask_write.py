@@ -43,6 +43,7 @@ __all__ = [
     "Committer",
     "PartitionWriter",
     "WriteFailure",
+    "ddf_write_graph",
     "prepare_ddf",
     "shuffle_for_write",
     "write_graph",
@@ -305,6 +306,52 @@ def shuffle_for_write(
         meta = ddf._meta.assign(**{BUCKET_COLUMN: pd.Series([], dtype="uint64")})
         tagged = ddf.map_partitions(hash_bucket, cols, num_buckets, meta=meta)
         return tagged.shuffle(on=[*partition_on, BUCKET_COLUMN], shuffle_method="tasks")
+
+
+def ddf_write_graph(
+    ddf: Any,
+    st: Store,
+    target: ResolvedWrite,
+    *,
+    result: Callable[[str, Store], Any],
+    metadata: Mapping[str, Any] | None,
+    serializer: DataSerializer,
+    sort_partitions_by: list[str],
+    shuffle: bool,
+    num_buckets: int,
+    bucket_by: list[str],
+    repartition_ratio: float | None,
+    remove_labels: set[str] | None = None,
+) -> Any:
+    """The write graph of a resolved request: the frame checked on its meta and prepared
+    (:func:`prepare_ddf`), one writer task per partition and one commit task.
+    """
+    prepared: Any = None
+    drop: tuple[str, ...] = ()
+    if ddf is not None:
+        prepared, drop = prepare_ddf(
+            ddf,
+            partition_on=target.partition_on,
+            secondary_indices=target.index_columns,
+            shuffle=shuffle,
+            num_buckets=num_buckets,
+            bucket_by=bucket_by,
+            repartition_ratio=repartition_ratio,
+            base=target.base,
+            uuid=target.uuid,
+            schema_evolution=target.request.schema_evolution,
+        )
+    writer, committer = resolved_writer_and_committer(
+        st,
+        target,
+        result=result,
+        serializer=serializer,
+        sort_partitions_by=sort_partitions_by,
+        metadata=metadata,
+        remove_labels=remove_labels or set(),
+        drop_columns=drop,
+    )
+    return write_graph(prepared, writer, committer)
 
 
 def write_graph(ddf: Any, writer: PartitionWriter, committer: Committer) -> Any:
