@@ -59,7 +59,26 @@ _UPDATE_COMMON = (
     "sort_partitions_by\n"
     "    Sort each written file by these columns."
 )
+_STORE_LAYOUT = (
+    "metadata\n"
+    "    User metadata stored in the header (a dict, or a callable returning one).\n"
+    "partition_on\n"
+    "    Columns to partition by (hive-style directories; removed from the files; no nulls).\n"
+    "secondary_indices\n"
+    "    Columns to build inverted indices for.\n"
+    "overwrite\n"
+    "    Replace an existing dataset (its old files become garbage).\n"
+    "table_name\n"
+    '    Table directory name (default ``"table"``).\n'
+    "metadata_storage_format\n"
+    '    ``"json"`` (default) or ``"msgpack"`` (zstd-compressed msgpack).\n'
+    "metadata_version\n"
+    "    Must be 4.\n"
+    "sort_partitions_by\n"
+    "    Sort each file by these columns (makes row-group statistics selective)."
+)
 WRITE_FRAGMENTS = {
+    "store_layout": _STORE_LAYOUT,
     "txn": f"{_TXN}\n{_INFO}",
     "cube_txn": _CUBE_TXN,
     "cube_evolution": _CUBE_EVOLUTION,

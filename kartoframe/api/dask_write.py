@@ -100,10 +100,7 @@ def store_dataset_from_ddf(
         Store URL, :class:`kartoframe.Store` or factory; pickled into the graph.
     dataset_uuid
         Name of the new dataset.
-    partition_on
-        Hive partition columns.
-    secondary_indices
-        Columns to build inverted indices for.
+    $store_layout
     shuffle
         Shuffle rows on ``partition_on`` (and the hash bucket of ``bucket_by``) first, so
         each partition value gets at most ``num_buckets`` files instead of one per dask
@@ -112,20 +109,8 @@ def store_dataset_from_ddf(
         Files per partition value with ``shuffle=True``.
     bucket_by
         Columns whose hash picks the bucket (default: all non-partition columns).
-    sort_partitions_by
-        Sort each file by these columns.
-    metadata
-        User metadata (dict or callable).
-    overwrite
-        Replace an existing dataset.
-    table_name
-        Table directory name.
     df_serializer
         :class:`kartoframe.ParquetSerializer` or :class:`kartoframe.CsvSerializer`.
-    metadata_storage_format
-        ``"json"`` or ``"msgpack"``.
-    metadata_version
-        Must be 4.
     repartition_ratio
         Divide the number of dask partitions by this before writing.
     schema_evolution

@@ -247,25 +247,10 @@ def store_dataframes_as_dataset(
         Name of the dataset (``[A-Za-z0-9+_-]+``).
     dfs
         List of DataFrames; each becomes one file per partition value.
-    metadata
-        User metadata stored in the header.
-    partition_on
-        Columns to partition by (hive-style directories; removed from the files).
+    $store_layout
     df_serializer
         :class:`kartoframe.ParquetSerializer` (compression, row-group size), or
         :class:`kartoframe.CsvSerializer` for CSV files as plateau's.
-    overwrite
-        Replace an existing dataset (its old files become garbage).
-    secondary_indices
-        Columns to build inverted indices for.
-    metadata_storage_format
-        ``"json"`` (default) or ``"msgpack"`` (zstd-compressed msgpack).
-    metadata_version
-        Must be 4.
-    table_name
-        Table directory name (default ``"table"``).
-    sort_partitions_by
-        Sort each file by these columns (makes row-group statistics selective).
     schema_evolution
         ``"none"`` (default): all frames must have the same schema. ``"add_columns"``:
         frames may add nullable columns (missing in other frames, they read as nulls);

@@ -15,6 +15,7 @@ from kartoframe.api._args import (
     str_list,
 )
 from kartoframe.api._write_args import new_dataset_args, update_request
+from kartoframe.api._write_docs import fill
 from kartoframe.api.write import (
     DatasetMetadataResult,
     _evolution_arg,
@@ -71,6 +72,7 @@ def _commit(
     return DatasetMetadataResult(target.uuid, st)
 
 
+@fill
 def store_dataset_from_sdf(
     sdf: DataFrame,
     store: StoreInput,
@@ -108,24 +110,9 @@ def store_dataset_from_sdf(
         Store URL, :class:`kartoframe.Store` or factory (not ``memory://``).
     dataset_uuid
         Name of the dataset.
-    partition_on
-        Columns to partition by (must not hold nulls).
-    secondary_indices
-        Columns to build inverted indices for.
-    metadata
-        User metadata stored in the header.
-    overwrite
-        Replace an existing dataset.
+    $store_layout
     df_serializer
         :class:`kartoframe.ParquetSerializer` (compression, row-group size).
-    metadata_storage_format
-        ``"json"`` or ``"msgpack"``.
-    metadata_version
-        Must be 4.
-    table_name
-        Table directory name.
-    sort_partitions_by
-        Sort each written file by these columns.
     schema_evolution
         ``"none"`` (default) or ``"add_columns"``, as in
         :func:`kartoframe.store_dataframes_as_dataset` (one DataFrame has one schema, so
