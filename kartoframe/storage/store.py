@@ -136,23 +136,19 @@ class Store(RetryingStore):
         self._fs: fsspec.AbstractFileSystem | None = filesystem
 
     # -- identity and pickling ---------------------------------------------------------
+    #: What a pickled store carries besides a given filesystem (``_fs``, the connected
+    #: fsspec filesystem, is not pickled: it is opened again where the store is used).
+    _PICKLED = ("url", "storage_options", "retries", "_protocol", "_root")
+
     def __getstate__(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "storage_options": self.storage_options,
-            "retries": self.retries,
-            "_protocol": self._protocol,
-            "_root": self._root,
-            "_filesystem": self._filesystem,
-        }
+        state = {name: getattr(self, name) for name in self._PICKLED}
+        state["_filesystem"] = self._filesystem
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.url = state["url"]
-        self.storage_options = state["storage_options"]
-        self.retries = state["retries"]
-        self._protocol = state["_protocol"]
-        self._root = state["_root"]
-        self._filesystem = state.get("_filesystem")
+        for name in self._PICKLED:
+            setattr(self, name, state[name])
+        self._filesystem = state.get("_filesystem")  # optional in a state
         self._fs = self._filesystem
 
     def __repr__(self) -> str:
