@@ -27,12 +27,7 @@ from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_write import (
     Operation,
 )
-from kartoframe.spark._write import _check_sdf
-
-#: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
-DataFrame = Any
-SparkSession = Any
-
+from kartoframe.spark._write import DataFrame, _check_sdf
 
 __all__ = [
     "append_to_cube_from_sdf",
