@@ -13,7 +13,8 @@ Reads
     disabled while the collection is built, so pandas 3 ``str`` columns keep the same dtype in
     ``meta`` and in computed partitions. Graph keys are derived from a digest of the plan
     (files, schema, query), computed once instead of letting dask tokenise every task, and
-    :class:`KartoFromMap` builds the graph layer in one pass.
+    :class:`~kartoframe.execution.dask_internals.KartoFromMap` builds the graph layer in
+    one pass.
 
 """
 
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
 import hashlib
 import uuid as _uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -39,6 +39,7 @@ try:
 except ImportError as _error:  # pragma: no cover - exercised in a subprocess test
     raise MissingDependencyError("dask[dataframe]", "dask") from _error
 
+from kartoframe.execution.dask_internals import fast_from_map, gc_paused
 from kartoframe.execution.kernel import read_task_table, to_frame
 from kartoframe.format.convert import table_to_frame
 from kartoframe.plan.scan import ReadTask, ScanPlan
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
     from kartoframe.format.dataset import LoadedDataset
 
 __all__ = [
-    "KartoFromMap",
     "PartitionReader",
     "check_positive_int",
     "dask_modules",
@@ -76,23 +76,6 @@ def no_string_conversion() -> Iterator[None]:
     """
     with dask.config.set({"dataframe.convert-string": False}):
         yield
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while many small objects are created.
-
-    Building a 20,000-partition plan or graph allocates a few hundred thousand objects that
-    live on; every collection the allocations trigger scans all of them, which costs more
-    than the build itself. Nothing is lost: collection resumes afterwards.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _digest(*parts: object) -> str:
@@ -187,38 +170,6 @@ class _TaskList(Sequence[ReadTask]):
 
     def __dask_tokenize__(self) -> tuple[str, str, int]:
         return ("kartoframe-tasks", self._token, len(self._tasks))
-
-
-try:
-    from dask._task_spec import Task as _Task
-    from dask.dataframe.dask_expr.io import FromMapProjectable as _FromMapProjectable
-except ImportError:  # pragma: no cover - other dask versions
-    _FromMapProjectable = object  # type: ignore[misc, assignment]
-
-
-class KartoFromMap(_FromMapProjectable):  # type: ignore[misc, valid-type]
-    """A ``FromMapProjectable`` whose graph layer is built in one pass.
-
-    dask's generic layer construction looks up half a dozen expression operands per
-    partition (about 12 µs each); for 20,000 partitions that is most of the graph build.
-    The layer is identical: one ``Task(key, reader, task, columns=...)`` per partition.
-    """
-
-    def _layer(self) -> dict[Any, Any]:
-        if self.enforce_metadata or self._series or self.args or len(self.iterables) != 1:
-            return super()._layer()  # type: ignore[no-any-return]
-        name = self._name
-        func = self.func
-        kwargs = self.apply_kwargs
-        items = self.iterables[0]
-        with gc_paused():
-            return {
-                (name, i): _Task((name, i), func, items[p], _data_producer=True, **kwargs)
-                for i, p in enumerate(self._partitions)
-            }
-
-
-_KartoFromMap: Any = KartoFromMap if _FromMapProjectable is not object else None
 
 
 def plan_token(plan: ScanPlan, store: Store, *extra: object) -> str:
@@ -375,7 +326,7 @@ def plan_to_ddf(
     with no_string_conversion():
         meta = plan_meta(plan, index_on=index_on, categories=categories)
         iterable = _TaskList(tasks, token)
-        fast = _fast_from_map(reader, iterable, meta, divisions)
+        fast = fast_from_map(reader, iterable, meta, divisions)
         if fast is not None:
             return fast
         return dd.from_map(
@@ -386,27 +337,6 @@ def plan_to_ddf(
             label="kartoframe-read",
             enforce_metadata=False,
         )
-
-
-def _fast_from_map(reader: PartitionReader, tasks: _TaskList, meta: Any, divisions: Any) -> Any:
-    """``dd.from_map(reader, tasks, ...)`` with :class:`KartoFromMap` as its expression.
-
-    Returns None (and the caller uses ``dd.from_map``) if this dask version lacks the
-    internals it relies on.
-    """
-    if _KartoFromMap is None:
-        return None
-    try:
-        from dask.dataframe.dask_expr._collection import (  # type: ignore[attr-defined]
-            new_collection,
-        )
-
-        expr = _KartoFromMap(
-            reader, [tasks], None, [], {}, False, meta, False, divisions, "kartoframe-read"
-        )
-        return new_collection(expr)
-    except (TypeError, ValueError, AttributeError):  # pragma: no cover - other dask versions
-        return None
 
 
 def check_positive_int(value: object, name: str) -> int:

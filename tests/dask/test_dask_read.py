@@ -13,7 +13,8 @@ import pytest
 from dask_helpers import canonical, data_keys, write_sales
 
 import kartoframe as kf
-from kartoframe.execution.dask_engine import KartoFromMap, PartitionReader
+from kartoframe.execution.dask_engine import PartitionReader
+from kartoframe.execution.dask_internals import KartoFromMap
 
 
 def reader_tasks(collection) -> list:
