@@ -102,9 +102,11 @@ def register_dask_accessor(name: str, cls: type) -> None:
     """
 
     def register() -> None:
-        from kartoframe.execution.dask_engine import register_dataframe_accessor
+        # dask's own registry, not a kartoframe module: when kartoframe's dask engine is
+        # what imports dask.dataframe, that module is still half-initialised here
+        from dask.dataframe.extensions import register_dataframe_accessor
 
-        register_dataframe_accessor(name, cls)
+        register_dataframe_accessor(name)(cls)
 
     if sys.modules.get(_DASK_MODULE) is not None:
         _remove_hook()

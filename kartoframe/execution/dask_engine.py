@@ -57,7 +57,6 @@ __all__ = [
     "no_string_conversion",
     "plan_meta",
     "plan_to_ddf",
-    "register_dataframe_accessor",
 ]
 
 
@@ -344,15 +343,3 @@ def check_positive_int(value: object, name: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise InvalidInputError(f"{name} must be an int >= 1, got {value!r}.")
     return value
-
-
-# --------------------------------------------------------------------------------------------
-# accessor registration
-# --------------------------------------------------------------------------------------------
-
-
-def register_dataframe_accessor(name: str, accessor: type) -> None:
-    """Register ``accessor`` as ``dask.dataframe.DataFrame.<name>``."""
-    from dask.dataframe.extensions import register_dataframe_accessor as register
-
-    register(name)(accessor)

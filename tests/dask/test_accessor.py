@@ -108,6 +108,20 @@ def test_accessor_registered_whatever_the_import_order() -> None:
         """
     )
     assert out.strip() == "True"
+    # kartoframe's own dask read is what first imports dask.dataframe (the dask engine
+    # module was half-initialised when the hook ran, and .karto was silently never added)
+    out = run_python(
+        """
+        import tempfile
+        import pandas as pd
+        import kartoframe as kf
+        d = tempfile.mkdtemp()
+        kf.store_dataframes_as_dataset(f"file://{d}", "ds", [pd.DataFrame({"x": [1, 2]})])
+        ddf = kf.read_dataset_as_ddf("ds", f"file://{d}")
+        print(hasattr(ddf, "karto"), type(ddf.karto).__name__)
+        """
+    )
+    assert out.strip() == "True DaskKartoAccessor"
     # an availability check (find_spec, no import) before the real import
     out = run_python(
         """
