@@ -106,7 +106,7 @@ def register_dask_accessor(name: str, cls: type) -> None:
         # what imports dask.dataframe, that module is still half-initialised here
         from dask.dataframe.extensions import register_dataframe_accessor
 
-        register_dataframe_accessor(name)(cls)
+        register_dataframe_accessor(name)(cls)  # type: ignore[no-untyped-call]
 
     if sys.modules.get(_DASK_MODULE) is not None:
         _remove_hook()
