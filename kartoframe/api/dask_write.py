@@ -37,7 +37,7 @@ from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.write_request import MetadataArg, ResolvedWrite, WriteRequest, resolve_write
 from kartoframe.storage.resolve import (
     dataset_exists,
-    load_dataset,
+    load_existing,
 )
 
 __all__ = [
@@ -316,7 +316,7 @@ def update_dataset_from_ddf(
     fmt = check_format(metadata_storage_format)
     evolution = _evolution_arg(schema_evolution)
     naming.validate_name(table_name, "table_name")
-    base = load_dataset(st, uuid) if dataset_exists(st, uuid) else None
+    base = load_existing(st, uuid)
     request = update_request(
         uuid,
         partition_on,

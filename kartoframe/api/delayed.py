@@ -35,7 +35,7 @@ from kartoframe.errors import (
 from kartoframe.execution.write import DataSerializer
 from kartoframe.format import naming
 from kartoframe.plan.write_request import ResolvedWrite, WriteRequest, resolve_write
-from kartoframe.storage.resolve import dataset_exists, load_dataset
+from kartoframe.storage.resolve import dataset_exists, load_existing
 from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
 from kartoframe.storage.store import Store
 
@@ -222,7 +222,7 @@ def update_dataset_from_delayed(
     check_metadata_version(default_metadata_version)
     fmt = check_format(metadata_storage_format)
     naming.validate_name(table_name, "table_name")
-    base = load_dataset(st, uuid) if dataset_exists(st, uuid) else None
+    base = load_existing(st, uuid)
     request = update_request(uuid, partition_on, secondary_indices, table_name, fmt)
     target = resolve_write(request, base)
     if base is None and not parts:

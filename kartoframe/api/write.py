@@ -7,7 +7,6 @@ runs the chunk kernel over its frames and commits once (:func:`_write_frames`).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -47,7 +46,6 @@ from kartoframe.execution.write import (
 )
 from kartoframe.format import naming
 from kartoframe.format.commit_args import CommitOptions
-from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
     SCHEMA_EVOLUTIONS,
     SchemaEvolution,
@@ -61,7 +59,7 @@ from kartoframe.plan.write_request import (
 )
 from kartoframe.storage.resolve import (
     dataset_exists,
-    load_dataset,
+    load_existing,
 )
 from kartoframe.storage.store import Store
 
@@ -112,18 +110,6 @@ def _evolution_arg(schema_evolution: object) -> SchemaEvolution:
             f"schema_evolution must be one of {list(SCHEMA_EVOLUTIONS)}, got {schema_evolution!r}."
         )
     return schema_evolution  # type: ignore[return-value]
-
-
-def _existing(st: Store, uuid: str) -> LoadedDataset | None:
-    try:
-        return load_dataset(st, uuid)  # one open: header, next log entry, schema
-    except DatasetNotFoundError:
-        return None
-
-
-def _already_committed(st: Store, uuid: str, commit: CommitOptions) -> bool:
-    """Whether the dataset already records this application transaction."""
-    return already_recorded(st, uuid, commit)
 
 
 def _write(
@@ -205,7 +191,7 @@ def store_dataframes_as_dataset__iter(
         _evolution_arg(schema_evolution),
         CommitOptions.of(app_id, app_version, commit_info),
     )
-    if _already_committed(st, uuid, request.commit):
+    if already_recorded(st, uuid, request.commit):
         return DatasetMetadataResult(uuid, st)
     target = resolve_write(request, None, exists=dataset_exists(st, uuid))
     return _write(
@@ -320,11 +306,18 @@ def update_dataset_from_dataframes__iter(
     fmt = check_format(metadata_storage_format)
     evolution = _evolution_arg(schema_evolution)
     commit = CommitOptions.of(app_id, app_version, commit_info)
-    base = _existing(st, uuid)
+    base = load_existing(st, uuid)
     if base is not None and commit.recorded_in(base.metadata):
         return DatasetMetadataResult(uuid, st)
-    request = update_request(uuid, partition_on, secondary_indices, table_name, fmt)
-    request = dataclasses.replace(request, schema_evolution=evolution, commit=commit)
+    request = update_request(
+        uuid,
+        partition_on,
+        secondary_indices,
+        table_name,
+        fmt,
+        schema_evolution=evolution,
+        commit=commit,
+    )
     return _write(
         st,
         resolve_write(request, base),
@@ -426,7 +419,7 @@ def create_empty_dataset_header(
     check_metadata_version(metadata_version)
     naming.validate_name(table_name, "table_name")
     commit = CommitOptions.of(app_id, app_version, commit_info)
-    if _already_committed(st, uuid, commit):
+    if already_recorded(st, uuid, commit):
         return DatasetMetadataResult(uuid, st)
     request = WriteRequest(uuid, "store", None, (), table_name, fmt, overwrite, commit=commit)
     target = resolve_write(request, None, exists=dataset_exists(st, uuid))
@@ -455,7 +448,7 @@ def write_single_partition(
     uuid = check_uuid(dataset_uuid)
     st = ensure_store(store)
     check_metadata_version(metadata_version)
-    base = _existing(st, uuid)
+    base = load_existing(st, uuid)
     if base is None:
         raise DatasetNotFoundError(uuid, st.url)
     request = WriteRequest(
@@ -501,7 +494,7 @@ def commit_dataset(
     if bad:
         raise InvalidTypeError("new_partitions must be MetaPartitions from write_single_partition.")
     commit = CommitOptions.of(app_id, app_version, commit_info)
-    base = _existing(st, uuid)
+    base = load_existing(st, uuid)
     if base is None:
         raise DatasetNotFoundError(uuid, st.url)
     if commit.recorded_in(base.metadata):

@@ -19,7 +19,6 @@ from kartoframe.api._write_docs import fill
 from kartoframe.api.write import (
     DatasetMetadataResult,
     _evolution_arg,
-    _existing,
     _resolve_metadata,
     delete_scope_labels,
 )
@@ -36,6 +35,7 @@ from kartoframe.format.schema import (
     SchemaEvolution,
 )
 from kartoframe.plan.write_request import MetadataArg, ResolvedWrite, WriteRequest, resolve_write
+from kartoframe.storage.resolve import load_existing
 from kartoframe.storage.store import Store
 
 #: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
@@ -172,7 +172,7 @@ def store_dataset_from_sdf(
         _evolution_arg(schema_evolution),
         CommitOptions.of(app_id, app_version, commit_info),
     )
-    target = resolve_write(request, None, exists=_existing(st, uuid) is not None)
+    target = resolve_write(request, None, exists=load_existing(st, uuid) is not None)
     return _commit(
         sdf,
         st,
@@ -263,7 +263,7 @@ def update_dataset_from_sdf(
     fmt = check_format(metadata_storage_format)
     evolution = _evolution_arg(schema_evolution)
     commit = CommitOptions.of(app_id, app_version, commit_info)
-    base = _existing(st, uuid)
+    base = load_existing(st, uuid)
     request = update_request(
         uuid,
         partition_on,

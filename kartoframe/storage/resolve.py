@@ -73,6 +73,16 @@ def dataset_exists(store: Store, dataset_uuid: str) -> bool:
         return True  # a header exists, but it (or the log) is broken: not "absent"
 
 
+def load_existing(store: Store, dataset_uuid: str) -> LoadedDataset | None:
+    """The dataset as :func:`load_dataset` opens it (header, newer log entries, schema: one
+    open), or None if it does not exist. A broken header still raises.
+    """
+    try:
+        return load_dataset(store, dataset_uuid)
+    except DatasetNotFoundError:
+        return None
+
+
 def _find_table(store: Store, dataset_uuid: str, preferred: str) -> str | None:
     if store.exists(naming.common_metadata_key(dataset_uuid, preferred)):
         return preferred
