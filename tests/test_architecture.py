@@ -65,11 +65,7 @@ OVERSIZE: dict[str, str] = {}
 
 #: Imports that close a cycle and are still there (importer, imported), with the reason: the
 #: cycle test leaves them out of the graph.
-KNOWN_CYCLE_EDGES: dict[tuple[str, str], str] = {
-    ("kartoframe.plan.integers", "kartoframe.plan.scan"): (
-        "TYPE_CHECKING import of plan.scan.FilePart; issue 14 (owner: other helper)"
-    ),
-}
+KNOWN_CYCLE_EDGES: dict[tuple[str, str], str] = {}
 
 
 def _modules() -> dict[str, pathlib.Path]:

@@ -25,15 +25,13 @@ null in it; otherwise every frame keeps the numpy dtype (the fast default).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
 from kartoframe.format.convert import declares_missing_values
 from kartoframe.format.schema import pandas_metadata
-
-if TYPE_CHECKING:
-    from kartoframe.plan.scan import FilePart
+from kartoframe.plan.file_part import FilePart
 
 __all__ = ["integer_statistics_needed", "nullable_integer_columns"]
 

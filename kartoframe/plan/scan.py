@@ -12,6 +12,7 @@ import pyarrow.compute as pc
 from kartoframe.errors import ColumnNotFoundError, InvalidInputError
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.index import index_from_embedded
+from kartoframe.plan.file_part import FilePart
 from kartoframe.plan.integers import nullable_integer_columns
 from kartoframe.plan.predicates import Literal, Predicate, literal_expression, to_expression
 from kartoframe.plan.pruning import PruneStats, partition_values, prune
@@ -36,15 +37,6 @@ __all__ = [
     "required_index_columns",
     "select_files",
 ]
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class FilePart:
-    """One data file to read and the partition values encoded in its key."""
-
-    label: str
-    key: str
-    partition_values: tuple[Any, ...]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
