@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
-from kartoframe.api._write_args import verb_like
+from kartoframe.api._write_args import evolution_arg, verb_like
 from kartoframe.api._write_docs import fill
-from kartoframe.api.write import DatasetMetadataResult, _evolution_arg
+from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.cube_resolve import resolve_cube_operation
 from kartoframe.execution.cube_write import commit_all, write_plan_files
@@ -86,7 +86,7 @@ def cube_write_front(
         check_store(st)
     frames = frames_of(cube)
     commit = CommitOptions.of(app_id, app_version)
-    evolution = _evolution_arg(schema_evolution)
+    evolution = evolution_arg(schema_evolution)
     commit = CommitOptions(commit.app_id, commit.app_version, check_commit_info(commit_info))
     return st, resolve_cube_operation(
         st, cube, operation, frames, schema_evolution=evolution, commit=commit, **options

@@ -8,37 +8,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kartoframe.api._args import (
-    StoreInput,
-    any_serializer_arg,
-    check_format,
-    check_metadata_version,
-    check_uuid,
-    ensure_store,
-    str_list,
+from kartoframe.api._args import StoreInput, any_serializer_arg, str_list
+from kartoframe.api._write_args import (
+    Front,
+    check_update_input,
+    store_target,
+    update_target,
+    written_extras,
 )
-from kartoframe.api._write_args import new_dataset_args, update_request
 from kartoframe.api._write_docs import fill
-from kartoframe.api.compat import resolve_factory, table_name_arg
-from kartoframe.api.write import (
-    DatasetMetadataResult,
-    _evolution_arg,
-    _resolve_metadata,
-    delete_scope_labels,
-)
-from kartoframe.errors import (
-    EmptyInputError,
-    InvalidTypeError,
-)
+from kartoframe.api.write import DatasetMetadataResult
+from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.write import DataSerializer
-from kartoframe.format import naming
-from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.schema import SchemaEvolution
-from kartoframe.plan.write_request import MetadataArg, ResolvedWrite, WriteRequest, resolve_write
-from kartoframe.storage.resolve import (
-    dataset_exists,
-    load_existing,
-)
+from kartoframe.plan.write_request import MetadataArg
 
 __all__ = [
     "store_dataset_from_ddf",
@@ -47,11 +30,11 @@ __all__ = [
 
 
 def _check_ddf(ddf: object, allow_none: bool) -> None:
-    if ddf is None and allow_none:
-        return
     from kartoframe.execution.dask_engine import dask_modules
 
     _, dd = dask_modules()
+    if ddf is None and allow_none:
+        return
     if not isinstance(ddf, dd.DataFrame):
         raise InvalidTypeError(
             f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__}"
@@ -146,83 +129,36 @@ def store_dataset_from_ddf(
     >>> len(kf.read_dataset_metadata("sales", "memory://ddf-write-example").partitions)
     2
     """
-    from kartoframe.execution import dask_engine as de
-
-    de.dask_modules()
     _check_ddf(ddf, allow_none=False)
-    del metadata_merger
-    table_name = table_name_arg(table, table_name)
-    uuid, st, fmt, pon, sidx = new_dataset_args(
-        dataset_uuid,
-        store,
-        metadata_storage_format=metadata_storage_format,
-        metadata_version=metadata_version,
-        table_name=table_name,
-        partition_on=partition_on,
-        secondary_indices=secondary_indices,
-        app_transaction=(app_id, app_version),  # before any task writes a file
-    )
-    if not isinstance(overwrite, bool):
-        raise InvalidTypeError("overwrite must be a bool.")
-    commit = CommitOptions(app_id, app_version, commit_info)
-    request = WriteRequest(
-        uuid,
-        "store",
-        tuple(pon),
-        tuple(sidx),
-        table_name,
-        fmt,
-        overwrite,
-        _evolution_arg(schema_evolution),
-        commit,
-    )
-    target = resolve_write(request, None, exists=dataset_exists(st, uuid))
-    return _graph(
-        ddf,
-        st,
-        target,
-        metadata=_resolve_metadata(metadata, {}),
-        **_engine_options(locals()),
-    )
+    return _graph(ddf, store_target(locals()), locals())
 
 
-def _engine_options(args: Mapping[str, Any]) -> dict[str, Any]:
-    """The dask keywords of a write front, by name (forwarded to :func:`_graph`)."""
-    return {k: args[k] for k in _ENGINE_KEYWORDS}
+def _graph(ddf: Any, front: Front, args: Mapping[str, Any]) -> Any:
+    """The write graph (:func:`kartoframe.execution.dask_write.ddf_write_graph`) of a
+    front; a retried step (``front.target`` None) computes to the dataset as it is.
+    """
+    from dask.delayed import delayed
 
-
-_ENGINE_KEYWORDS = (
-    "df_serializer",
-    "sort_partitions_by",
-    "shuffle",
-    "num_buckets",
-    "bucket_by",
-    "repartition_ratio",
-)
-
-
-def _graph(
-    ddf: Any,
-    st: Any,
-    target: ResolvedWrite,
-    *,
-    df_serializer: object,
-    sort_partitions_by: object,
-    bucket_by: object,
-    **kwargs: Any,
-) -> Any:
-    """The write graph (:func:`kartoframe.execution.dask_write.ddf_write_graph`)."""
     from kartoframe.execution.dask_write import ddf_write_graph
 
+    serializer = any_serializer_arg(args["df_serializer"])
+    st, target = front.store, front.target
+    if target is None:
+        return delayed(DatasetMetadataResult, pure=False)(front.uuid, st)
+    if ddf is None:
+        check_update_input(target, False, args)
     return ddf_write_graph(
         ddf,
         st,
         target,
         result=DatasetMetadataResult,
-        bucket_by=str_list(bucket_by, "bucket_by") if ddf is not None else [],
-        serializer=any_serializer_arg(df_serializer),
-        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-        **kwargs,
+        bucket_by=str_list(args["bucket_by"], "bucket_by") if ddf is not None else [],
+        serializer=serializer,
+        sort_partitions_by=str_list(args["sort_partitions_by"], "sort_partitions_by"),
+        shuffle=args["shuffle"],
+        num_buckets=args["num_buckets"],
+        repartition_ratio=args["repartition_ratio"],
+        **written_extras(st, target, args),
     )
 
 
@@ -302,41 +238,5 @@ def update_dataset_from_ddf(
     >>> sorted(kf.read_table("sales", "memory://ddf-update-example")["country"])
     ['DE', 'IT']
     """
-    from kartoframe.execution import dask_engine as de
-
-    de.dask_modules()
     _check_ddf(ddf, allow_none=True)
-    del metadata_merger
-    table_name = table_name_arg(table, table_name)
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
-    check_metadata_version(default_metadata_version)
-    commit = CommitOptions.of(app_id, app_version, commit_info)  # before any file is written
-    fmt = check_format(metadata_storage_format)
-    evolution = _evolution_arg(schema_evolution)
-    naming.validate_name(table_name, "table_name")
-    base = load_existing(st, uuid)
-    request = update_request(
-        uuid,
-        partition_on,
-        secondary_indices,
-        table_name,
-        fmt,
-        schema_evolution=evolution,
-        commit=commit,
-    )
-    target = resolve_write(request, base)
-    if ddf is None:
-        if base is None:
-            raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
-        if delete_scope is None and metadata is None:
-            raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
-    return _graph(
-        ddf,
-        st,
-        target,
-        metadata=_resolve_metadata(metadata, base.metadata.metadata if base else {}),
-        remove_labels=delete_scope_labels(base, st, delete_scope) if base is not None else set(),
-        **_engine_options(locals()),
-    )
+    return _graph(ddf, update_target(locals()), locals())

@@ -14,30 +14,15 @@ import uuid as _uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kartoframe.api._args import (
-    StoreInput,
-    any_serializer_arg,
-    check_format,
-    check_metadata_version,
-    dataset_args,
-    str_list,
-)
+from kartoframe.api._args import StoreInput, any_serializer_arg, dataset_args, str_list
 from kartoframe.api._docs import fill
-from kartoframe.api._write_args import new_dataset_args, update_request
+from kartoframe.api._write_args import Front, store_target, update_target, written_extras
 from kartoframe.api.dask import plan_ddf_read
 from kartoframe.api.maintenance import delete_dataset, garbage_collect_dataset
-from kartoframe.api.write import DatasetMetadataResult, _resolve_metadata, delete_scope_labels
-from kartoframe.errors import (
-    EmptyInputError,
-    InvalidInputError,
-    InvalidTypeError,
-)
+from kartoframe.api.write import DatasetMetadataResult
+from kartoframe.errors import EmptyInputError, InvalidInputError, InvalidTypeError
 from kartoframe.execution.write import DataSerializer
-from kartoframe.format import naming
-from kartoframe.plan.write_request import ResolvedWrite, WriteRequest, resolve_write
-from kartoframe.storage.resolve import dataset_exists, load_existing
 from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
-from kartoframe.storage.store import Store
 
 __all__ = [
     "delete_dataset__delayed",
@@ -106,27 +91,19 @@ def _tasks(delayed_tasks: object) -> list[Any]:
     return list(delayed_tasks)
 
 
-def _graph(
-    parts: list[Any],
-    st: Store,
-    target: ResolvedWrite,
-    df_serializer: object,
-    sort_partitions_by: object,
-    metadata: Any,
-    **options: Any,
-) -> Any:
-    """The write graph of a resolved request: one task per input, one commit task."""
+def _graph(parts: list[Any], front: Front, args: Mapping[str, Any]) -> Any:
+    """The write graph of a front: one task per input, one commit task."""
     from kartoframe.execution.graph_delayed import write_graph
 
+    assert front.target is not None, "delayed writes have no application transaction"
     return write_graph(
         parts,
-        st,
-        target,
+        front.store,
+        front.target,
         result=DatasetMetadataResult,
-        serializer=any_serializer_arg(df_serializer),
-        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-        metadata=_resolve_metadata(metadata, target.base.metadata.metadata if target.base else {}),
-        **options,
+        serializer=any_serializer_arg(args["df_serializer"]),
+        sort_partitions_by=str_list(args["sort_partitions_by"], "sort_partitions_by"),
+        **written_extras(front.store, front.target, args),
     )
 
 
@@ -169,25 +146,10 @@ def store_delayed_as_dataset(
     DatasetExistsError
         The dataset exists and ``overwrite`` is False (checked now and at commit).
     """
-    del metadata_merger
     parts = _tasks(delayed_tasks)
-    uuid, st, fmt, pon, sidx = new_dataset_args(
-        dataset_uuid if dataset_uuid is not None else _uuid.uuid4().hex,
-        store,
-        metadata_storage_format=metadata_storage_format,
-        metadata_version=metadata_version,
-        table_name=table_name,
-        partition_on=partition_on,
-        secondary_indices=secondary_indices,
-    )
-    overlap = sorted(set(pon) & set(sidx))
-    if overlap:
-        raise InvalidInputError(f"Cannot create secondary index on partition columns: {overlap}.")
-    if not isinstance(overwrite, bool):
-        raise InvalidTypeError("overwrite must be a bool.")
-    request = WriteRequest(uuid, "store", tuple(pon), tuple(sidx), table_name, fmt, overwrite)
-    target = resolve_write(request, None, exists=dataset_exists(st, uuid))
-    return _graph(parts, st, target, df_serializer, sort_partitions_by, metadata)
+    if dataset_uuid is None:
+        dataset_uuid = _uuid.uuid4().hex
+    return _graph(parts, store_target(locals()), locals())
 
 
 @fill
@@ -216,21 +178,11 @@ def update_dataset_from_delayed(
 
     $returns_delayed
     """
-    del metadata_merger
     parts = _tasks(delayed_tasks)
-    uuid, st = dataset_args(dataset_uuid, store, factory, uuid_first=True)
-    check_metadata_version(default_metadata_version)
-    fmt = check_format(metadata_storage_format)
-    naming.validate_name(table_name, "table_name")
-    base = load_existing(st, uuid)
-    request = update_request(uuid, partition_on, secondary_indices, table_name, fmt)
-    target = resolve_write(request, base)
-    if base is None and not parts:
-        raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
-    remove = delete_scope_labels(base, st, delete_scope) if base is not None else set()
-    return _graph(
-        parts, st, target, df_serializer, sort_partitions_by, metadata, remove_labels=remove
-    )
+    front = update_target(locals())
+    if front.target is not None and front.target.base is None and not parts:
+        raise EmptyInputError(f"Dataset {front.uuid!r} does not exist and no data was given.")
+    return _graph(parts, front, locals())
 
 
 def delete_dataset__delayed(

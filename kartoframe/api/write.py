@@ -1,8 +1,9 @@
 """Eager and iterator writes (plateau ``io.eager`` / ``io.iter`` names and keywords).
 
-Each function checks its arguments into a :class:`~kartoframe.plan.write_request.WriteRequest`,
-resolves it against the dataset once (:func:`~kartoframe.plan.write_request.resolve_write`),
-runs the chunk kernel over its frames and commits once (:func:`_write_frames`).
+Each function checks its arguments and resolves its request against the dataset once
+(:func:`~kartoframe.api._write_args.store_target` / ``update_target``, shared by every
+engine), runs the chunk kernel over its frames and commits once
+(:func:`~kartoframe.execution.eager_write.write_frames`).
 """
 
 from __future__ import annotations
@@ -16,19 +17,15 @@ import pyarrow as pa
 from kartoframe.api._args import (
     StoreInput,
     any_serializer_arg,
-    check_format,
     check_metadata_version,
-    check_uuid,
-    ensure_store,
+    dataset_args,
     str_list,
 )
-from kartoframe.api._write_args import new_dataset_args, update_request
+from kartoframe.api._write_args import Front, store_target, update_target
 from kartoframe.api._write_docs import fill
-from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import (
     DatasetNotFoundError,
     EmptyInputError,
-    InvalidInputError,
     InvalidTypeError,
 )
 from kartoframe.execution.eager_write import (
@@ -42,25 +39,11 @@ from kartoframe.execution.write import (
     ChunkResult,
     DataSerializer,
     WrittenPartition,
-    already_recorded,
 )
-from kartoframe.format import naming
 from kartoframe.format.commit_args import CommitOptions
-from kartoframe.format.schema import (
-    SCHEMA_EVOLUTIONS,
-    SchemaEvolution,
-)
-from kartoframe.plan.write_request import (
-    MetadataArg,
-    ResolvedWrite,
-    WriteRequest,
-    resolve_metadata,
-    resolve_write,
-)
-from kartoframe.storage.resolve import (
-    dataset_exists,
-    load_existing,
-)
+from kartoframe.format.schema import SchemaEvolution
+from kartoframe.plan.write_request import MetadataArg, WriteRequest, resolve_metadata, resolve_write
+from kartoframe.storage.resolve import load_existing
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -104,24 +87,20 @@ def _frames(dfs: object, name: str) -> list[Any]:
     return list(dfs)
 
 
-def _evolution_arg(schema_evolution: object) -> SchemaEvolution:
-    if schema_evolution not in SCHEMA_EVOLUTIONS:
-        raise InvalidInputError(
-            f"schema_evolution must be one of {list(SCHEMA_EVOLUTIONS)}, got {schema_evolution!r}."
-        )
-    return schema_evolution  # type: ignore[return-value]
-
-
-def _write(
-    st: Store, target: ResolvedWrite, frames: Iterable[Any], **kwargs: Any
-) -> DatasetMetadataResult:
+def _write(front: Front, frames: Iterable[Any], args: Mapping[str, Any]) -> DatasetMetadataResult:
     """Run the eager engine (:func:`~kartoframe.execution.eager_write.write_frames`)."""
-    kwargs["sort_partitions_by"] = str_list(kwargs["sort_partitions_by"], "sort_partitions_by")
-    return DatasetMetadataResult(write_frames(st, target, frames, **kwargs).uuid, st)
-
-
-#: plateau-era names of the helpers the other write fronts import
-_resolve_metadata = resolve_metadata
+    serializer = any_serializer_arg(args["df_serializer"])
+    if front.target is not None:
+        write_frames(
+            front.store,
+            front.target,
+            frames,
+            serializer=serializer,
+            sort_partitions_by=str_list(args["sort_partitions_by"], "sort_partitions_by"),
+            metadata=args["metadata"],
+            delete_scope=args.get("delete_scope"),
+        )
+    return DatasetMetadataResult(front.uuid, front.store)
 
 
 class DatasetMetadataResult:
@@ -170,38 +149,7 @@ def store_dataframes_as_dataset__iter(
     value), so memory stays bounded by one frame. See
     :func:`store_dataframes_as_dataset` for the parameters.
     """
-    uuid, st, fmt, pon, sidx = new_dataset_args(
-        dataset_uuid,
-        store,
-        metadata_storage_format=metadata_storage_format,
-        metadata_version=metadata_version,
-        table_name=table_name,
-        partition_on=partition_on,
-        secondary_indices=secondary_indices,
-    )
-    ser = any_serializer_arg(df_serializer)
-    request = WriteRequest(
-        uuid,
-        "store",
-        tuple(pon),
-        tuple(sidx),
-        table_name,
-        fmt,
-        overwrite,
-        _evolution_arg(schema_evolution),
-        CommitOptions.of(app_id, app_version, commit_info),
-    )
-    if already_recorded(st, uuid, request.commit):
-        return DatasetMetadataResult(uuid, st)
-    target = resolve_write(request, None, exists=dataset_exists(st, uuid))
-    return _write(
-        st,
-        target,
-        df_generator,
-        serializer=ser,
-        sort_partitions_by=sort_partitions_by,
-        metadata=metadata,
-    )
+    return _write(store_target(locals()), df_generator, locals())
 
 
 @fill
@@ -270,8 +218,8 @@ def store_dataframes_as_dataset(
             "Cannot store empty datasets, partition_list must not be empty if in store mode."
         )
     kwargs = dict(locals())
-    del kwargs["frames"], kwargs["dfs"], kwargs["store"], kwargs["dataset_uuid"]
-    return store_dataframes_as_dataset__iter(frames, store, dataset_uuid, **kwargs)
+    del kwargs["frames"], kwargs["dfs"]
+    return store_dataframes_as_dataset__iter(frames, **kwargs)
 
 
 def update_dataset_from_dataframes__iter(
@@ -299,34 +247,7 @@ def update_dataset_from_dataframes__iter(
     Creates the dataset if it does not exist. Parameters as in
     :func:`update_dataset_from_dataframes`.
     """
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
-    check_metadata_version(default_metadata_version)
-    fmt = check_format(metadata_storage_format)
-    evolution = _evolution_arg(schema_evolution)
-    commit = CommitOptions.of(app_id, app_version, commit_info)
-    base = load_existing(st, uuid)
-    if base is not None and commit.recorded_in(base.metadata):
-        return DatasetMetadataResult(uuid, st)
-    request = update_request(
-        uuid,
-        partition_on,
-        secondary_indices,
-        table_name,
-        fmt,
-        schema_evolution=evolution,
-        commit=commit,
-    )
-    return _write(
-        st,
-        resolve_write(request, base),
-        df_generator,
-        serializer=any_serializer_arg(df_serializer),
-        sort_partitions_by=sort_partitions_by,
-        metadata=metadata,
-        delete_scope=delete_scope,
-    )
+    return _write(update_target(locals()), df_generator, locals())
 
 
 @fill
@@ -378,12 +299,9 @@ def update_dataset_from_dataframes(
     -------
     DatasetMetadataResult
     """
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    frames = _frames(df_list, "df_list")
     kwargs = dict(locals())
-    del kwargs["frames"], kwargs["df_list"], kwargs["store"], kwargs["dataset_uuid"]
-    del kwargs["factory"]
-    return update_dataset_from_dataframes__iter(frames, store, dataset_uuid, **kwargs)
+    del kwargs["df_list"]
+    return update_dataset_from_dataframes__iter(_frames(df_list, "df_list"), **kwargs)
 
 
 def create_empty_dataset_header(
@@ -413,19 +331,11 @@ def create_empty_dataset_header(
     app_id, app_version, commit_info
         As in :func:`store_dataframes_as_dataset`.
     """
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
-    fmt = check_format(metadata_storage_format)
-    check_metadata_version(metadata_version)
-    naming.validate_name(table_name, "table_name")
-    commit = CommitOptions.of(app_id, app_version, commit_info)
-    if already_recorded(st, uuid, commit):
-        return DatasetMetadataResult(uuid, st)
-    request = WriteRequest(uuid, "store", None, (), table_name, fmt, overwrite, commit=commit)
-    target = resolve_write(request, None, exists=dataset_exists(st, uuid))
-    pon = str_list(partition_on, "partition_on")
-    md = commit_empty(st, target, schema, pon, metadata=_resolve_metadata(metadata, {}))
-    return DatasetMetadataResult(md.uuid, st)
+    st, uuid, target = store_target(locals())
+    if target is not None:
+        meta = resolve_metadata(metadata, {})
+        commit_empty(st, target, schema, target.partition_on, metadata=meta)
+    return DatasetMetadataResult(uuid, st)
 
 
 def write_single_partition(
@@ -444,9 +354,7 @@ def write_single_partition(
     The frame is validated against the stored schema before anything is written. Pass
     the result to :func:`commit_dataset` (``new_partitions``) to publish it.
     """
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
+    uuid, st = dataset_args(dataset_uuid, store, factory, uuid_first=True)
     check_metadata_version(metadata_version)
     base = load_existing(st, uuid)
     if base is None:
@@ -483,9 +391,7 @@ def commit_dataset(
     Committing makes an implicit dataset explicit. ``app_id``, ``app_version`` and
     ``commit_info`` as in :func:`store_dataframes_as_dataset`.
     """
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
+    uuid, st = dataset_args(dataset_uuid, store, factory, uuid_first=True)
     check_metadata_version(default_metadata_version)
     if not new_partitions and delete_scope is None and metadata is None:
         raise EmptyInputError("commit_dataset needs new_partitions, delete_scope or metadata.")
@@ -506,7 +412,7 @@ def commit_dataset(
         partition_on=partition_on,
         secondary_indices=str_list(secondary_indices, "secondary_indices"),
         delete_scope=delete_scope,
-        metadata=_resolve_metadata(metadata, base.metadata.metadata),
+        metadata=resolve_metadata(metadata, base.metadata.metadata),
         commit=commit,
     )
     return DatasetMetadataResult(md.uuid, st)

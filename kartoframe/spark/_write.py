@@ -5,38 +5,22 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kartoframe.api._args import (
-    StoreInput,
-    check_format,
-    check_metadata_version,
-    check_uuid,
-    ensure_store,
-    serializer_arg,
-    str_list,
+from kartoframe.api._args import StoreInput, serializer_arg, str_list
+from kartoframe.api._write_args import (
+    Front,
+    check_update_input,
+    store_target,
+    update_target,
+    written_extras,
 )
-from kartoframe.api._write_args import new_dataset_args, update_request
 from kartoframe.api._write_docs import fill
-from kartoframe.api.write import (
-    DatasetMetadataResult,
-    _evolution_arg,
-    _resolve_metadata,
-    delete_scope_labels,
-)
-from kartoframe.errors import (
-    EmptyInputError,
-    InvalidTypeError,
-)
+from kartoframe.api.write import DatasetMetadataResult
+from kartoframe.errors import InvalidTypeError
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_write import write_and_commit
 from kartoframe.execution.write import ParquetSerializer
-from kartoframe.format import naming
-from kartoframe.format.commit_args import CommitOptions
-from kartoframe.format.schema import (
-    SchemaEvolution,
-)
-from kartoframe.plan.write_request import MetadataArg, ResolvedWrite, WriteRequest, resolve_write
-from kartoframe.storage.resolve import load_existing
-from kartoframe.storage.store import Store
+from kartoframe.format.schema import SchemaEvolution
+from kartoframe.plan.write_request import MetadataArg
 
 #: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
 DataFrame = Any
@@ -51,25 +35,22 @@ def _check_sdf(sdf: object, name: str = "sdf") -> None:
         raise InvalidTypeError(f"{name} must be a pyspark.sql.DataFrame, got {type(sdf).__name__}.")
 
 
-def _commit(
-    sdf: DataFrame | None,
-    st: Store,
-    target: ResolvedWrite,
-    *,
-    df_serializer: ParquetSerializer | None,
-    sort_partitions_by: Sequence[str] | None,
-    **kwargs: Any,
-) -> DatasetMetadataResult:
+def _commit(sdf: DataFrame | None, front: Front, args: Mapping[str, Any]) -> DatasetMetadataResult:
     """Run the Spark engine (:func:`~kartoframe.execution.spark_write.write_and_commit`)."""
-    write_and_commit(
-        sdf,
-        st,
-        target,
-        serializer=serializer_arg(df_serializer),
-        sort_partitions_by=str_list(sort_partitions_by, "sort_partitions_by"),
-        **kwargs,
-    )
-    return DatasetMetadataResult(target.uuid, st)
+    serializer = serializer_arg(args["df_serializer"])
+    st, target = front.store, front.target
+    if target is not None:
+        check_update_input(target, sdf is not None, args)
+        write_and_commit(
+            sdf,
+            st,
+            target,
+            serializer=serializer,
+            sort_partitions_by=str_list(args["sort_partitions_by"], "sort_partitions_by"),
+            repartition=args["repartition"],
+            **written_extras(st, target, args),
+        )
+    return DatasetMetadataResult(front.uuid, st)
 
 
 @fill
@@ -151,38 +132,7 @@ def store_dataset_from_sdf(
     """
     spark_engine.require_pyspark()
     _check_sdf(sdf)
-    uuid, st, fmt, pon, sidx = new_dataset_args(
-        dataset_uuid,
-        store,
-        metadata_storage_format=metadata_storage_format,
-        metadata_version=metadata_version,
-        table_name=table_name,
-        partition_on=partition_on,
-        secondary_indices=secondary_indices,
-        check_store=spark_engine.check_store,
-    )
-    request = WriteRequest(
-        uuid,
-        "store",
-        tuple(pon),
-        tuple(sidx),
-        table_name,
-        fmt,
-        overwrite,
-        _evolution_arg(schema_evolution),
-        CommitOptions.of(app_id, app_version, commit_info),
-    )
-    target = resolve_write(request, None, exists=load_existing(st, uuid) is not None)
-    return _commit(
-        sdf,
-        st,
-        target,
-        metadata=_resolve_metadata(metadata, {}),
-        remove_labels=set(),
-        df_serializer=df_serializer,
-        sort_partitions_by=sort_partitions_by,
-        repartition=repartition,
-    )
+    return _commit(sdf, store_target(locals(), check_store=spark_engine.check_store), locals())
 
 
 def update_dataset_from_sdf(
@@ -256,40 +206,4 @@ def update_dataset_from_sdf(
     spark_engine.require_pyspark()
     if sdf is not None:
         _check_sdf(sdf)
-    uuid = check_uuid(dataset_uuid)
-    st = ensure_store(store)
-    spark_engine.check_store(st)
-    check_metadata_version(default_metadata_version)
-    fmt = check_format(metadata_storage_format)
-    evolution = _evolution_arg(schema_evolution)
-    commit = CommitOptions.of(app_id, app_version, commit_info)
-    base = load_existing(st, uuid)
-    request = update_request(
-        uuid,
-        partition_on,
-        secondary_indices,
-        table_name,
-        fmt,
-        schema_evolution=evolution,
-        commit=commit,
-    )
-    target = resolve_write(request, base)
-    if base is None:
-        naming.validate_name(target.table_name, "table_name")
-    if sdf is None and base is None:
-        raise EmptyInputError(f"Dataset {uuid!r} does not exist and no data was given.")
-    if sdf is None and delete_scope is None and metadata is None:
-        raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
-    return _commit(
-        sdf,
-        st,
-        target,
-        metadata=_resolve_metadata(metadata, base.metadata.metadata if base else {}),
-        remove_labels=delete_scope_labels(base, st, delete_scope) if base is not None else set(),
-        df_serializer=df_serializer,
-        sort_partitions_by=sort_partitions_by,
-        repartition=repartition,
-    )
-
-
-# -- cubes -------------------------------------------------------------------------------
+    return _commit(sdf, update_target(locals(), check_store=spark_engine.check_store), locals())
