@@ -1,14 +1,16 @@
-"""Argument normalisation shared by the public functions."""
+"""Argument normalisation shared by the public functions (the pure checks are
+:mod:`kartoframe.plan.arguments`).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.write import ParquetSerializer
-from kartoframe.format import naming
+from kartoframe.plan.arguments import check_uuid
 from kartoframe.storage.csv_files import CsvSerializer
 from kartoframe.storage.store import Store
 from kartoframe.storage.store_arg import ensure_store
@@ -20,53 +22,9 @@ __all__ = [
     "any_serializer_arg",
     "dataset_args",
     "maintenance_flags",
-    "check_columns_arg",
-    "check_format",
-    "check_uuid",
     "ensure_store",
     "serializer_arg",
-    "str_list",
 ]
-
-
-def check_uuid(dataset_uuid: object) -> str:
-    """Validate a dataset uuid argument."""
-    if dataset_uuid is None:
-        raise InvalidInputError("dataset_uuid is required.")
-    return naming.validate_uuid(dataset_uuid)
-
-
-def check_format(fmt: object) -> naming.MetadataFormat:
-    """Validate ``metadata_storage_format``."""
-    if fmt not in ("json", "msgpack"):
-        raise InvalidInputError(
-            f"Unknown metadata_storage_format {fmt!r}; use 'json' or 'msgpack'."
-        )
-    return fmt  # type: ignore[return-value]
-
-
-def str_list(value: object, name: str) -> list[str]:
-    """Normalise a list-of-column-names argument (None -> [])."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    if not isinstance(value, Sequence | set | frozenset | tuple):
-        raise InvalidTypeError(f"{name} must be a list of column names, got {value!r}.")
-    out = list(value)
-    bad = [v for v in out if not isinstance(v, str)]
-    if bad:
-        raise InvalidTypeError(f"{name} must contain column names (strings), got {bad!r}.")
-    return out
-
-
-def check_columns_arg(columns: object) -> list[str] | None:
-    """Validate a ``columns`` projection argument."""
-    if columns is None:
-        return None
-    if isinstance(columns, str):
-        raise InvalidInputError("columns must be a list of column names, not a string.")
-    return str_list(columns, "columns")
 
 
 def serializer_arg(df_serializer: object) -> ParquetSerializer:
@@ -90,12 +48,6 @@ def any_serializer_arg(df_serializer: object) -> ParquetSerializer | CsvSerializ
     if isinstance(df_serializer, CsvSerializer):
         return df_serializer
     return serializer_arg(df_serializer)
-
-
-def check_metadata_version(version: object) -> None:
-    """Only metadata version 4 exists."""
-    if version not in (None, 4):
-        raise InvalidInputError(f"Only metadata version 4 is supported, got {version!r}.")
 
 
 def dataset_args(

@@ -15,14 +15,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, TypeVar, cast
 
-from kartoframe.api._args import (
-    check_format,
-    check_metadata_version,
-    check_uuid,
-    dataset_args,
-    ensure_store,
-    str_list,
-)
+from kartoframe.api._args import dataset_args, ensure_store
 from kartoframe.api.compat import table_name_arg
 from kartoframe.errors import EmptyInputError, InvalidInputError, InvalidTypeError
 from kartoframe.execution.eager_write import delete_scope_labels
@@ -31,6 +24,7 @@ from kartoframe.format import naming
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import SCHEMA_EVOLUTIONS, SchemaEvolution
+from kartoframe.plan.arguments import check_format, check_metadata_version, check_uuid, str_list
 from kartoframe.plan.write_request import (
     ResolvedWrite,
     WriteRequest,

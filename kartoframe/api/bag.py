@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, dataset_args, str_list
+from kartoframe.api._args import StoreInput, dataset_args
 from kartoframe.api._docs import fill
 from kartoframe.api.delayed import read_dataset_as_delayed, store_delayed_as_dataset
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.index_build import plan_index_build
 from kartoframe.execution.write import DataSerializer
+from kartoframe.plan.arguments import str_list
 
 __all__ = [
     "build_dataset_indices__bag",

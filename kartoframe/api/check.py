@@ -6,13 +6,14 @@ are pure functions of :mod:`kartoframe.format.check`.
 
 from __future__ import annotations
 
-from kartoframe.api._args import StoreInput, check_uuid, ensure_store
+from kartoframe.api._args import StoreInput, ensure_store
 from kartoframe.api._docs import fill
 from kartoframe.errors import FormatError, InvalidInputError, InvalidTypeError, SchemaError
 from kartoframe.execution.check_run import check_dataset_files, check_prefix
 from kartoframe.format import naming
 from kartoframe.format.check import CheckReport, Finding
 from kartoframe.format.cube import Cube, check_datasets, member_from_loaded
+from kartoframe.plan.arguments import check_uuid
 from kartoframe.storage.store import Store
 
 __all__ = ["CheckReport", "Finding", "check_cube", "check_dataset"]

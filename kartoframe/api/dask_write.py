@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, any_serializer_arg, str_list
+from kartoframe.api._args import StoreInput, any_serializer_arg
 from kartoframe.api._write_args import (
     Front,
     check_update_input,
@@ -21,6 +21,7 @@ from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.write import DataSerializer
 from kartoframe.format.schema import SchemaEvolution
+from kartoframe.plan.arguments import str_list
 from kartoframe.plan.write_request import MetadataArg
 
 __all__ = [

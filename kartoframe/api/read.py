@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.api._args import StoreInput, check_columns_arg, check_uuid, ensure_store, str_list
+from kartoframe.api._args import StoreInput, ensure_store
 from kartoframe.api._docs import fill
 from kartoframe.api.compat import resolve_factory
 from kartoframe.api.metadata import DatasetMetadata as DatasetMetadata
@@ -21,6 +21,7 @@ from kartoframe.execution.kernel import (
     to_frame,
 )
 from kartoframe.execution.read_resolve import resolve_read
+from kartoframe.plan.arguments import check_columns_arg, check_uuid, str_list
 from kartoframe.plan.query import bind_query
 from kartoframe.plan.scan import ScanPlan
 from kartoframe.progress import ProgressBar, progress_enabled

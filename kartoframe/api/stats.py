@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, check_uuid, ensure_store, str_list
+from kartoframe.api._args import StoreInput, ensure_store
 from kartoframe.api._docs import fill
 from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import InvalidInputError
+from kartoframe.plan.arguments import check_uuid, str_list
 from kartoframe.storage.resolve import load_dataset
 
 __all__ = ["collect_dataset_metadata", "hash_dataset"]
@@ -61,8 +62,8 @@ def hash_dataset(
     ['DE', 'FR']
     """
     dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    from kartoframe.api.dask import plan_loaded_read
     from kartoframe.execution import dask_engine as de
+    from kartoframe.execution.dask_read_plan import plan_loaded_read
     from kartoframe.execution.graph_stats import hash_graph
 
     de.dask_modules()

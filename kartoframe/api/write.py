@@ -14,13 +14,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.api._args import (
-    StoreInput,
-    any_serializer_arg,
-    check_metadata_version,
-    dataset_args,
-    str_list,
-)
+from kartoframe.api._args import StoreInput, any_serializer_arg, dataset_args
 from kartoframe.api._write_args import Front, store_target, update_target
 from kartoframe.api._write_docs import fill
 from kartoframe.errors import (
@@ -42,6 +36,7 @@ from kartoframe.execution.write import (
 )
 from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.schema import SchemaEvolution
+from kartoframe.plan.arguments import check_metadata_version, str_list
 from kartoframe.plan.write_request import MetadataArg, WriteRequest, resolve_metadata, resolve_write
 from kartoframe.storage.resolve import load_existing
 from kartoframe.storage.store import Store

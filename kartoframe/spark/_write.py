@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, serializer_arg, str_list
+from kartoframe.api._args import StoreInput, serializer_arg
 from kartoframe.api._write_args import (
     Front,
     check_update_input,
@@ -20,6 +20,7 @@ from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_write import write_and_commit
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.schema import SchemaEvolution
+from kartoframe.plan.arguments import str_list
 from kartoframe.plan.write_request import MetadataArg
 
 #: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
