@@ -14,8 +14,8 @@ from kartoframe.execution.spark_engine import _F, column, spark_type
 from kartoframe.format.spark_types import (
     to_spark_type,
 )
+from kartoframe.plan.predicates import COMPARISONS, Predicate
 from kartoframe.plan.predicates import Literal as PredLiteral
-from kartoframe.plan.predicates import Predicate
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -115,20 +115,14 @@ def _literal_column(lit: PredLiteral) -> Column:
             op = {"<": "<=", "<=": "<=", ">": ">", ">=": ">"}[op]
     else:
         s = spark_literal(v, t)
-    if op == "==":
-        return c == s
-    if op == "!=":
-        return c != s
-    if op == "<":
-        return c < s
-    if op == "<=":
-        return c <= s
-    if op in (">", ">="):
-        expr = c > s if op == ">" else c >= s
+    compare = COMPARISONS.get(op)
+    if compare is None:
+        # is distinct from (non-null value)
+        return (c != s) | is_null
+    if is_float and op in (">", ">="):
         # Spark orders NaN above every number; pyarrow compares it as false
-        return (expr & ~F.isnan(c)) if is_float else expr
-    # is distinct from (non-null value)
-    return (c != s) | is_null
+        return compare(c, s) & ~F.isnan(c)
+    return compare(c, s)
 
 
 def predicate_to_column(pred: Predicate | None) -> Column | None:

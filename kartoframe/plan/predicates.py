@@ -19,7 +19,8 @@ Null semantics (documented in ``docs/predicates.md``):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,6 +31,7 @@ from kartoframe.errors import ColumnNotFoundError, InvalidPredicateError
 from kartoframe.format.values import is_null_value, normalize_literal
 
 __all__ = [
+    "COMPARISONS",
     "OPERATORS",
     "Literal",
     "Predicate",
@@ -42,6 +44,18 @@ __all__ = [
 
 OPERATORS = ("==", "!=", "<", "<=", ">", ">=", "in", "not in", "is distinct from")
 _NULL_OK = ("==", "!=", "is distinct from")
+
+#: The plain comparisons as functions of (column, value): they build pyarrow expressions
+#: and Spark columns alike (``is distinct from`` a value is ``!=`` or null: see
+#: :func:`literal_expression`).
+COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -240,18 +254,9 @@ def literal_expression(lit: Literal) -> pc.Expression:
     if v is None:
         return is_null if op == "==" else ~is_null
     s = _scalar(lit, v)
-    if op == "==":
-        return f == s
-    if op == "!=":
-        return f != s
-    if op == "<":
-        return f < s
-    if op == "<=":
-        return f <= s
-    if op == ">":
-        return f > s
-    if op == ">=":
-        return f >= s
+    compare = COMPARISONS.get(op)
+    if compare is not None:
+        return compare(f, s)
     # is distinct from (non-null value)
     return (f != s) | is_null
 
