@@ -33,6 +33,7 @@ __all__ = [
     "empty_table",
     "evolve_schema",
     "merge_into_stored",
+    "merge_schema",
     "normalize_schema",
     "normalize_type",
     "order_names",
@@ -433,6 +434,51 @@ def evolve_schema(
     return merged, SchemaChange(tuple(added), tuple(widened))
 
 
+def merge_schema(
+    reference: pa.Schema | None,
+    new: pa.Schema,
+    *,
+    schema_evolution: SchemaEvolution,
+    dataset_uuid: str,
+    origin: str,
+    partition_keys: Sequence[str] = (),
+    required: Collection[str] | None = None,
+    reference_origin: str = "the stored schema",
+) -> tuple[pa.Schema, SchemaChange]:
+    """``new`` (normalised) merged into ``reference`` under ``schema_evolution``.
+
+    ``"add_columns"`` accepts new nullable columns and safe widenings
+    (:func:`evolve_schema`; ``required`` defaults to every column of ``reference``);
+    ``"none"`` requires the schemas to match (:func:`compatible_merge`, no change).
+
+    Returns
+    -------
+    (pyarrow.Schema, SchemaChange)
+        The merged schema and what it changed.
+
+    Raises
+    ------
+    SchemaError
+        ``new`` does not fit ``reference`` under ``schema_evolution``.
+    """
+    if schema_evolution == "add_columns":
+        if required is None:
+            required = reference.names if reference is not None else ()
+        return evolve_schema(
+            reference,
+            new,
+            dataset_uuid=dataset_uuid,
+            origin=origin,
+            partition_keys=partition_keys,
+            required=required,
+            reference_origin=reference_origin,
+        )
+    merged = compatible_merge(
+        reference, new, dataset_uuid=dataset_uuid, origin=origin, reference_origin=reference_origin
+    )
+    return merged, SchemaChange()
+
+
 def merge_into_stored(
     stored: pa.Schema,
     new: pa.Schema,
@@ -444,26 +490,21 @@ def merge_into_stored(
 ) -> pa.Schema:
     """The stored schema after data of the normalised schema ``new`` is written to it.
 
-    ``schema_evolution="add_columns"`` accepts new nullable columns and safe widenings
-    (:func:`evolve_schema`, every stored column required); ``"none"`` requires the schemas
-    to match (:func:`compatible_merge`). This is the check every writer (eager, dask,
-    Spark, cube) runs against the stored schema before it writes a file.
+    :func:`merge_schema` against the stored schema (every stored column required). This
+    is the check every writer (eager, dask, Spark, cube) runs against the stored schema
+    before it writes a file.
 
     Raises
     ------
     SchemaError
         ``new`` does not fit the stored schema under ``schema_evolution``.
     """
-    if schema_evolution == "add_columns":
-        merged, _ = evolve_schema(
-            stored,
-            new,
-            dataset_uuid=dataset_uuid,
-            origin=origin,
-            partition_keys=partition_keys,
-            required=stored.names,
-        )
-        return merged
-    return compatible_merge(
-        stored, new, dataset_uuid=dataset_uuid, origin=origin, reference_origin="the stored schema"
+    merged, _ = merge_schema(
+        stored,
+        new,
+        schema_evolution=schema_evolution,
+        dataset_uuid=dataset_uuid,
+        origin=origin,
+        partition_keys=partition_keys,
     )
+    return merged

@@ -34,8 +34,7 @@ from kartoframe.format.naming import MetadataFormat
 from kartoframe.format.schema import (
     SchemaChange,
     SchemaEvolution,
-    compatible_merge,
-    evolve_schema,
+    merge_schema,
     normalize_schema,
 )
 from kartoframe.format.statistics import StatisticsRef, merge_statistics
@@ -220,25 +219,17 @@ def _merged_schema(
             continue
         cs = normalize_schema(c.schema, pkeys) if tuple(pkeys) != () else c.schema
         origin = c.origin or "a written partition"
-        if schema_evolution == "add_columns":
-            schema, step = evolve_schema(
-                schema,
-                cs,
-                dataset_uuid=uuid,
-                origin=origin,
-                partition_keys=pkeys,
-                required=base.schema.names if base is not None else (),
-                reference_origin=origin_ref or "the first written partition",
-            )
-            change = change.then(step) if base is not None else change
-        else:
-            schema = compatible_merge(
-                schema,
-                cs,
-                dataset_uuid=uuid,
-                origin=origin,
-                reference_origin=origin_ref or "the first written partition",
-            )
+        schema, step = merge_schema(
+            schema,
+            cs,
+            schema_evolution=schema_evolution,
+            dataset_uuid=uuid,
+            origin=origin,
+            partition_keys=pkeys,
+            required=base.schema.names if base is not None else (),
+            reference_origin=origin_ref or "the first written partition",
+        )
+        change = change.then(step) if base is not None else change
         origin_ref = origin_ref or (c.origin or "the first written partition")
     return schema, change
 
