@@ -191,13 +191,11 @@ def write_partition(
         st,
         target.uuid,
         data,
-        table_name=target.table_name,
-        partition_on=target.partition_on,
-        index_columns=target.index_columns,
         serializer=serializer,
         sort_partitions_by=sort_partitions_by,
         origin=origin,
         bloom_filter_columns=bloom_columns_of(target.base),
+        **target.chunk_arguments(),
     )
 
 

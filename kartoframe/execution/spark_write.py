@@ -346,14 +346,12 @@ def write_and_commit(
             sdf,
             st,
             uuid,
-            table_name=target.table_name,
-            partition_on=target.partition_on,
-            index_columns=target.index_columns,
             serializer=serializer,
             sort_partitions_by=sort_partitions_by,
             timezones=zones,
             repartition=repartition,
             bloom_filter_columns=bloom_columns_of(base),
+            **target.chunk_arguments(),
         )
         if not chunks and base is not None:
             # no rows: the DataFrame's schema still takes part (as an empty pandas frame's

@@ -88,6 +88,14 @@ class ResolvedWrite:
         """An update of a missing dataset lands as an update if another writer creates it."""
         return self.request.verb == "update"
 
+    def chunk_arguments(self) -> dict[str, Any]:
+        """The layout keywords of ``write_chunk`` (and ``write_sdf``) this write fixes."""
+        return {
+            "table_name": self.table_name,
+            "partition_on": self.partition_on,
+            "index_columns": self.index_columns,
+        }
+
     def commit_arguments(self) -> dict[str, Any]:
         """The keywords of ``commit_write`` this write fixes (every engine commits with them)."""
         return {
