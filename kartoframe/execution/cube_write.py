@@ -80,12 +80,10 @@ def write_dataset_chunk(
         store,
         write.uuid,
         table,
-        table_name=CUBE_TABLE,
-        partition_on=write.partition_on,
-        index_columns=write.index_columns,
         serializer=serializer,
         origin=origin or f'dataset "{write.dataset_id}"',
         bloom_filter_columns=bloom_columns_of(write.base),
+        **write.chunk_arguments(),
     )
 
 

@@ -12,7 +12,7 @@ from kartoframe.execution import spark_write
 from kartoframe.execution.cube_write import commit_all
 from kartoframe.execution.cube_write import require_rows as check_rows
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, delete_files
-from kartoframe.format.cube import CUBE_TABLE, Cube
+from kartoframe.format.cube import Cube
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.schema import compatible_merge, normalize_schema
 from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite, prepare_frame
@@ -78,13 +78,11 @@ def write_cube_sdfs(
                 sdf,
                 store,
                 w.uuid,
-                table_name=CUBE_TABLE,
-                partition_on=w.partition_on,
-                index_columns=w.index_columns,
                 serializer=serializer,
                 timezones=_zones(w.schema),
                 repartition=repartition,
                 prepare=CubeChunk(plan.cube, slim),
+                **w.chunk_arguments(),
             )
         if require_rows:
             check_rows(store, plan, chunks)

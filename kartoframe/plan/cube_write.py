@@ -120,6 +120,14 @@ class DatasetWrite:
         """Whether the dataset is new or replaced (no base to update)."""
         return self.base is None
 
+    def chunk_arguments(self) -> dict[str, Any]:
+        """The layout keywords of ``write_chunk`` (and ``write_sdf``) for this dataset."""
+        return {
+            "table_name": CUBE_TABLE,
+            "partition_on": self.partition_on,
+            "index_columns": self.index_columns,
+        }
+
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
 class CubeWritePlan:
