@@ -33,6 +33,18 @@ from kartoframe.plan.cube_write import (
 
 __all__ = ["FrameWrite", "checked_metadata", "cube_targets", "resolve_cube_write"]
 
+#: The rules of a :class:`FrameWrite` that ``plan_write`` takes under the same keyword.
+_PLAN_RULES = (
+    "existing",
+    "partition_on",
+    "metadata",
+    "overwrite",
+    "touched",
+    "schema_evolution",
+    "done",
+    "commit",
+)
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FrameWrite:
@@ -55,20 +67,8 @@ class FrameWrite:
 
     def plan(self, cube: Cube, inputs: Mapping[str, InputData | None]) -> CubeWritePlan:
         """Plan the write of the prepared ``inputs`` (rows or schemas) under these rules."""
-        return plan_write(
-            cube,
-            self.operation,
-            inputs,
-            existing=self.existing,
-            partition_on=self.partition_on,
-            metadata=self.metadata,
-            overwrite=self.overwrite,
-            remove_conditions=self.conditions,
-            touched=self.touched,
-            schema_evolution=self.schema_evolution,
-            done=self.done,
-            commit=self.commit,
-        )
+        rules = {name: getattr(self, name) for name in _PLAN_RULES}
+        return plan_write(cube, self.operation, inputs, remove_conditions=self.conditions, **rules)
 
     def schema_inputs(
         self,
