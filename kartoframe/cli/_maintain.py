@@ -18,7 +18,7 @@ from kartoframe.cli._common import (
     plural,
     working,
 )
-from kartoframe.cli._tables import KIND_OPTION
+from kartoframe.cli._tables import KIND_OPTION, datasets_option
 from kartoframe.cli._targets import Kind, expand_columns, resolve, split_list
 from kartoframe.format.cube import SEPARATOR
 from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
@@ -221,12 +221,8 @@ def gc_command(
 
 @click.command("delete")
 @click.argument("name")
-@click.option(
-    "--dataset",
-    "datasets",
-    multiple=True,
-    metavar="ID",
-    help="Cube only: delete only these datasets (repeatable; the seed only with all others).",
+@datasets_option(
+    "Cube only: delete only these datasets (repeatable; the seed only with all others)."
 )
 @YES_OPTION
 @KIND_OPTION

@@ -19,7 +19,7 @@ from kartoframe.cli._common import (
     json_option,
     json_value,
 )
-from kartoframe.cli._tables import KIND_OPTION
+from kartoframe.cli._tables import KIND_OPTION, datasets_option
 from kartoframe.cli._targets import Kind, Target, expand_columns, parse_where, resolve, split_list
 
 if TYPE_CHECKING:
@@ -356,13 +356,7 @@ def write_result(result: QueryResult, fmt: str, output: str | None, limit: int |
     help="Output format (--json is the same as --format json).",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to FILE.")
-@click.option(
-    "--dataset",
-    "datasets",
-    multiple=True,
-    metavar="ID",
-    help="Cube only: query these datasets (repeatable; the seed is always included).",
-)
+@datasets_option("Cube only: query these datasets (repeatable; the seed is always included).")
 @click.option(
     "--dimension-columns",
     metavar="A,B",

@@ -1,9 +1,9 @@
-"""Rendering helpers shared by the commands: rich tables and the --kind option."""
+"""Rendering helpers shared by the commands: rich tables and the --kind and --dataset options."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
 
@@ -14,6 +14,13 @@ KIND_OPTION = click.option(
     show_default=True,
     help="What NAME is, when a dataset and a cube prefix share it.",
 )
+
+_Command = TypeVar("_Command", bound=Callable[..., Any])
+
+
+def datasets_option(help: str) -> Callable[[_Command], _Command]:
+    """The repeatable ``--dataset ID`` option of a command on cubes (into ``datasets``)."""
+    return click.option("--dataset", "datasets", multiple=True, metavar="ID", help=help)
 
 
 def table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> Any:
