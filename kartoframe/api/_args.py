@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
-from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.write import ParquetSerializer
-from kartoframe.plan.arguments import check_uuid
+from kartoframe.plan.arguments import check_uuid, resolve_factory
 from kartoframe.storage.csv_files import CsvSerializer
 from kartoframe.storage.store import Store
 from kartoframe.storage.store_arg import ensure_store
@@ -19,6 +20,7 @@ StoreInput = Store | str | Callable[[], Any]
 
 __all__ = [
     "StoreInput",
+    "verb_like",
     "any_serializer_arg",
     "dataset_args",
     "maintenance_flags",
@@ -68,3 +70,25 @@ def maintenance_flags(dry_run: object, force: object) -> None:
     """``dry_run`` and ``force`` of the maintenance functions are booleans."""
     if not isinstance(dry_run, bool) or not isinstance(force, bool):
         raise InvalidInputError("dry_run and force must be booleans.")
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def verb_like(template: F, name: str, doc: str, run: Callable[..., Any]) -> F:
+    """A public verb with ``template``'s signature (and type) that calls ``run(**arguments)``.
+
+    Verbs that take the same keywords (``build_cube`` and ``extend_cube``, on every engine)
+    are written once: the second one binds its arguments with the first one's signature.
+    """
+    signature = inspect.signature(template)
+
+    @functools.wraps(template)
+    def verb(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return run(**bound.arguments)
+
+    verb.__name__ = verb.__qualname__ = name
+    verb.__doc__ = doc
+    return cast(F, verb)

@@ -15,8 +15,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kartoframe.api._args import StoreInput, serializer_arg
-from kartoframe.api._write_args import verb_like
+from kartoframe.api._args import StoreInput, serializer_arg, verb_like
 from kartoframe.api.cube_write import CUBE_SERIALIZER, cube_write_front, handles
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidInputError, InvalidTypeError

@@ -13,8 +13,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kartoframe.api._args import StoreInput, ensure_store, serializer_arg
-from kartoframe.api._write_args import evolution_arg, verb_like
+from kartoframe.api._args import StoreInput, ensure_store, serializer_arg, verb_like
 from kartoframe.api._write_docs import fill
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
@@ -24,6 +23,7 @@ from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.commit_args import CommitOptions, check_commit_info
 from kartoframe.format.cube import CUBE_COMPRESSION, Cube
 from kartoframe.format.schema import SchemaEvolution
+from kartoframe.plan.arguments import evolution_arg
 from kartoframe.plan.conditions import ConditionsArg, Conjunction
 from kartoframe.plan.cube_front import (
     FrameWrite,

@@ -12,12 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import (
     InvalidInputError,
 )
 from kartoframe.execution.dask_read_plan import plan_ddf_read
-from kartoframe.plan.arguments import check_uuid
+from kartoframe.plan.arguments import check_uuid, resolve_factory
 
 __all__ = ["read_dataset_as_ddf"]
 

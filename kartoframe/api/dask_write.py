@@ -9,17 +9,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kartoframe.api._args import StoreInput, any_serializer_arg
-from kartoframe.api._write_args import (
+from kartoframe.api._write_docs import fill
+from kartoframe.api.write import DatasetMetadataResult
+from kartoframe.errors import InvalidTypeError
+from kartoframe.execution.write import DataSerializer
+from kartoframe.execution.write_resolve import (
     Front,
     check_update_input,
     store_target,
     update_target,
     written_extras,
 )
-from kartoframe.api._write_docs import fill
-from kartoframe.api.write import DatasetMetadataResult
-from kartoframe.errors import InvalidTypeError
-from kartoframe.execution.write import DataSerializer
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.arguments import str_list
 from kartoframe.plan.write_request import MetadataArg

@@ -16,12 +16,12 @@ from typing import Any
 
 from kartoframe.api._args import StoreInput, any_serializer_arg, dataset_args
 from kartoframe.api._docs import fill
-from kartoframe.api._write_args import Front, store_target, update_target, written_extras
 from kartoframe.api.maintenance import delete_dataset, garbage_collect_dataset
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import EmptyInputError, InvalidInputError, InvalidTypeError
 from kartoframe.execution.dask_read_plan import plan_ddf_read
 from kartoframe.execution.write import DataSerializer
+from kartoframe.execution.write_resolve import Front, store_target, update_target, written_extras
 from kartoframe.plan.arguments import str_list
 from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
 

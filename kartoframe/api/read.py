@@ -10,7 +10,6 @@ import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, ensure_store
 from kartoframe.api._docs import fill
-from kartoframe.api.compat import resolve_factory
 from kartoframe.api.metadata import DatasetMetadata as DatasetMetadata
 from kartoframe.api.metadata import read_dataset_metadata as read_dataset_metadata
 from kartoframe.errors import InvalidInputError
@@ -21,7 +20,7 @@ from kartoframe.execution.kernel import (
     to_frame,
 )
 from kartoframe.execution.read_resolve import resolve_read
-from kartoframe.plan.arguments import check_columns_arg, check_uuid, str_list
+from kartoframe.plan.arguments import check_columns_arg, check_uuid, resolve_factory, str_list
 from kartoframe.plan.query import bind_query
 from kartoframe.plan.scan import ScanPlan
 from kartoframe.progress import ProgressBar, progress_enabled

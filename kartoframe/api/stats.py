@@ -11,9 +11,8 @@ from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store
 from kartoframe.api._docs import fill
-from kartoframe.api.compat import resolve_factory
 from kartoframe.errors import InvalidInputError
-from kartoframe.plan.arguments import check_uuid, str_list
+from kartoframe.plan.arguments import check_uuid, resolve_factory, str_list
 from kartoframe.storage.resolve import load_dataset
 
 __all__ = ["collect_dataset_metadata", "hash_dataset"]

@@ -1,7 +1,7 @@
 """Eager and iterator writes (plateau ``io.eager`` / ``io.iter`` names and keywords).
 
 Each function checks its arguments and resolves its request against the dataset once
-(:func:`~kartoframe.api._write_args.store_target` / ``update_target``, shared by every
+(:func:`~kartoframe.execution.write_resolve.store_target` / ``update_target``, shared by every
 engine), runs the chunk kernel over its frames and commits once
 (:func:`~kartoframe.execution.eager_write.write_frames`).
 """
@@ -15,7 +15,6 @@ import pandas as pd
 import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, any_serializer_arg, dataset_args
-from kartoframe.api._write_args import Front, store_target, update_target
 from kartoframe.api._write_docs import fill
 from kartoframe.errors import (
     DatasetNotFoundError,
@@ -34,6 +33,7 @@ from kartoframe.execution.write import (
     DataSerializer,
     WrittenPartition,
 )
+from kartoframe.execution.write_resolve import Front, store_target, update_target
 from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.arguments import check_metadata_version, str_list

@@ -11,8 +11,8 @@ import pyarrow as pa
 from kartoframe.api._args import (
     StoreInput,
     serializer_arg,
+    verb_like,
 )
-from kartoframe.api._write_args import verb_like
 from kartoframe.api.write import (
     DatasetMetadataResult,
 )

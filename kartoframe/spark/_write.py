@@ -6,19 +6,19 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kartoframe.api._args import StoreInput, serializer_arg
-from kartoframe.api._write_args import (
-    Front,
-    check_update_input,
-    store_target,
-    update_target,
-    written_extras,
-)
 from kartoframe.api._write_docs import fill
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_write import write_and_commit
 from kartoframe.execution.write import ParquetSerializer
+from kartoframe.execution.write_resolve import (
+    Front,
+    check_update_input,
+    store_target,
+    update_target,
+    written_extras,
+)
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.arguments import str_list
 from kartoframe.plan.write_request import MetadataArg

@@ -1,30 +1,32 @@
-"""Argument checks shared by the dataset writes (eager, iterator, dask, delayed/bag, Spark).
+"""The resolve step of every dataset write (the counterpart of :mod:`.read_resolve`).
 
-Every writer hands its arguments by name to :func:`store_target` (a new dataset) or
-:func:`update_target` (an update): they are checked in one order, become a
-:class:`~kartoframe.plan.write_request.WriteRequest` and are resolved against the dataset
-by :func:`~kartoframe.plan.write_request.resolve_write` — its partition keys and table
-(they must match what was asked for) and every existing index. The engine then runs with
-the :class:`Front` it gets back.
+A public write front (eager, iterator, dask, delayed/bag, Spark) hands its arguments by
+name to :func:`store_target` (a new dataset) or :func:`update_target` (an update): they
+are checked in one order, the application transaction is looked up (a retried step writes
+nothing, on every engine), the base is loaded once and the request is resolved by the
+pure :func:`~kartoframe.plan.write_request.resolve_write`. The engine then runs with the
+:class:`Front` it gets back.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple, TypeVar, cast
+from typing import Any, NamedTuple
 
-from kartoframe.api._args import dataset_args, ensure_store
-from kartoframe.api.compat import table_name_arg
 from kartoframe.errors import EmptyInputError, InvalidInputError, InvalidTypeError
 from kartoframe.execution.eager_write import delete_scope_labels
 from kartoframe.execution.write import already_recorded
 from kartoframe.format import naming
-from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
-from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.schema import SCHEMA_EVOLUTIONS, SchemaEvolution
-from kartoframe.plan.arguments import check_format, check_metadata_version, check_uuid, str_list
+from kartoframe.format.commit_args import CommitOptions
+from kartoframe.plan.arguments import (
+    check_format,
+    check_metadata_version,
+    check_uuid,
+    evolution_arg,
+    resolve_factory,
+    str_list,
+    table_name_arg,
+)
 from kartoframe.plan.write_request import (
     ResolvedWrite,
     WriteRequest,
@@ -33,98 +35,9 @@ from kartoframe.plan.write_request import (
 )
 from kartoframe.storage.resolve import dataset_exists, load_existing
 from kartoframe.storage.store import Store
+from kartoframe.storage.store_arg import ensure_store
 
-__all__ = [
-    "Front",
-    "evolution_arg",
-    "store_target",
-    "update_target",
-    "check_update_input",
-    "written_extras",
-    "verb_like",
-    "update_indices",
-    "update_layout",
-    "update_request",
-]
-
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def verb_like(template: F, name: str, doc: str, run: Callable[..., Any]) -> F:
-    """A public verb with ``template``'s signature (and type) that calls ``run(**arguments)``.
-
-    Verbs that take the same keywords (``build_cube`` and ``extend_cube``, on every engine)
-    are written once: the second one binds its arguments with the first one's signature.
-    """
-    signature = inspect.signature(template)
-
-    @functools.wraps(template)
-    def verb(*args: Any, **kwargs: Any) -> Any:
-        bound = signature.bind(*args, **kwargs)
-        bound.apply_defaults()
-        return run(**bound.arguments)
-
-    verb.__name__ = verb.__qualname__ = name
-    verb.__doc__ = doc
-    return cast(F, verb)
-
-
-def update_request(
-    uuid: str,
-    partition_on: object,
-    secondary_indices: object,
-    table_name: str,
-    storage_format: naming.MetadataFormat = "json",
-    *,
-    schema_evolution: SchemaEvolution = "none",
-    commit: CommitOptions = NO_COMMIT_OPTIONS,
-) -> WriteRequest:
-    """The request of an update (``partition_on`` None: the dataset's keys)."""
-    pon = str_list(partition_on, "partition_on") if partition_on is not None else None
-    sidx = str_list(secondary_indices, "secondary_indices")
-    return WriteRequest(
-        uuid,
-        "update",
-        tuple(pon) if pon is not None else None,
-        tuple(sidx),
-        table_name,
-        storage_format,
-        schema_evolution=schema_evolution,
-        commit=commit,
-    )
-
-
-def update_layout(
-    base: LoadedDataset | None, uuid: str, partition_on: object, table_name: str
-) -> tuple[list[str], str]:
-    """The partition keys and table name an update writes with (see :func:`resolve_write`)."""
-    target = resolve_write(update_request(uuid, partition_on, (), table_name), base)
-    return target.partition_on, target.table_name
-
-
-def update_indices(
-    base: LoadedDataset | None, partition_on: list[str], secondary_indices: object
-) -> tuple[list[str], list[str]]:
-    """The requested secondary indices, and every index the update maintains (sorted):
-    the requested ones and the dataset's (its partition keys excluded).
-    """
-    uuid = base.uuid if base is not None else "new"
-    target = resolve_write(update_request(uuid, None, secondary_indices, "table"), base)
-    return target.secondary_indices, target.index_columns
-
-
-def evolution_arg(schema_evolution: object) -> SchemaEvolution:
-    """Validate ``schema_evolution``."""
-    if schema_evolution not in SCHEMA_EVOLUTIONS:
-        raise InvalidInputError(
-            f"schema_evolution must be one of {list(SCHEMA_EVOLUTIONS)}, got {schema_evolution!r}."
-        )
-    return schema_evolution  # type: ignore[return-value]
-
-
-def _commit_options(args: Mapping[str, Any]) -> CommitOptions:
-    return CommitOptions.of(args.get("app_id"), args.get("app_version"), args.get("commit_info"))
+__all__ = ["Front", "check_update_input", "store_target", "update_target", "written_extras"]
 
 
 class Front(NamedTuple):
@@ -135,6 +48,10 @@ class Front(NamedTuple):
     #: None: the dataset already records the write's application transaction (a retried
     #: step, nothing to write)
     target: ResolvedWrite | None
+
+
+def _commit_options(args: Mapping[str, Any]) -> CommitOptions:
+    return CommitOptions.of(args.get("app_id"), args.get("app_version"), args.get("commit_info"))
 
 
 def store_target(
@@ -183,9 +100,9 @@ def update_target(
     header is loaded once and becomes the resolved write's ``base``.
     """
     table_name = table_name_arg(args.get("table"), args.get("table_name", "table"))
-    uuid, st = dataset_args(
-        args.get("dataset_uuid"), args.get("store"), args.get("factory"), uuid_first=True
-    )
+    uuid, store = resolve_factory(args.get("factory"), args.get("dataset_uuid"), args.get("store"))
+    uuid = check_uuid(uuid)
+    st = ensure_store(store)
     if check_store is not None:
         check_store(st)
     check_metadata_version(args.get("default_metadata_version", 4))
@@ -196,15 +113,10 @@ def update_target(
     base = load_existing(st, uuid)
     if base is not None and commit.recorded_in(base.metadata):
         return Front(st, uuid, None)
-    request = update_request(
-        uuid,
-        args.get("partition_on"),
-        args.get("secondary_indices"),
-        table_name,
-        fmt,
-        schema_evolution=evolution,
-        commit=commit,
-    )
+    pon = args.get("partition_on")
+    keys = None if pon is None else tuple(str_list(pon, "partition_on"))  # None: the dataset's
+    sidx = tuple(str_list(args.get("secondary_indices"), "secondary_indices"))
+    request = WriteRequest(uuid, "update", keys, sidx, table_name, fmt, False, evolution, commit)
     return Front(st, uuid, resolve_write(request, base))
 
 

@@ -1,5 +1,5 @@
-"""The one write front (``api/_write_args.store_target`` / ``update_target``): every engine
-checks a write's arguments the same way and treats a retried step the same way.
+"""The one write front (``execution/write_resolve.store_target`` / ``update_target``):
+every engine checks a write's arguments the same way and treats a retried step the same way.
 
 Before the fronts were one, the dask and Spark creates resolved the request before looking
 for the application transaction, so a retried ``store_dataset_from_ddf`` /
