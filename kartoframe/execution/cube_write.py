@@ -28,8 +28,7 @@ from kartoframe.format import naming
 from kartoframe.format.cube import CUBE_TABLE, Cube
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, encode_header
-from kartoframe.format.schema import compatible_merge, normalize_schema
-from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite, prepare_frame
+from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite
 from kartoframe.storage.commit_values import committed_version
 from kartoframe.storage.lifecycle import restore
 from kartoframe.storage.log import current_state
@@ -64,16 +63,9 @@ def write_dataset_chunk(
     validate: bool = True,
 ) -> ChunkResult:
     """Validate (NULLs, duplicate cells, schema) and write one chunk of a dataset."""
-    table = prepare_frame(write.dataset_id, data, cube, write.partition_on) if validate else data
+    chunk_origin = origin or f'a chunk of dataset "{write.dataset_id}"'
+    table = write.prepare_chunk(cube, data, chunk_origin) if validate else data
     assert isinstance(table, pa.Table)
-    if validate:
-        compatible_merge(
-            write.schema,
-            normalize_schema(table.schema, write.partition_on),
-            dataset_uuid=write.uuid,
-            origin=origin or f'a chunk of dataset "{write.dataset_id}"',
-            reference_origin="the planned schema",
-        )
     from kartoframe.execution.write import write_chunk
 
     return write_chunk(

@@ -14,8 +14,7 @@ from kartoframe.execution.cube_write import require_rows as check_rows
 from kartoframe.execution.write import ChunkResult, ParquetSerializer, delete_files
 from kartoframe.format.cube import Cube
 from kartoframe.format.header import DatasetHeader
-from kartoframe.format.schema import compatible_merge, normalize_schema
-from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite, prepare_frame
+from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite
 from kartoframe.storage.store import Store
 
 __all__ = ["write_cube_sdfs"]
@@ -30,16 +29,9 @@ class CubeChunk:
 
     def __call__(self, table: pa.Table, origin: str) -> pa.Table:
         """NULLs and duplicate cells (raises), sort, check against the planned schema."""
-        w = self.write
-        table = prepare_frame(w.dataset_id, table, self.cube, w.partition_on)
-        compatible_merge(
-            w.schema,
-            normalize_schema(table.schema, w.partition_on),
-            dataset_uuid=w.uuid,
-            origin=f'{origin} of dataset "{w.dataset_id}"',
-            reference_origin="the planned schema",
+        return self.write.prepare_chunk(
+            self.cube, table, f'{origin} of dataset "{self.write.dataset_id}"'
         )
-        return table
 
 
 def _zones(schema: pa.Schema) -> dict[str, str | None]:

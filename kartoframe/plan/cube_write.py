@@ -37,6 +37,7 @@ from kartoframe.format.cube import (
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.schema import (
     SchemaEvolution,
+    compatible_merge,
     merge_into_stored,
     normalize_schema,
 )
@@ -119,6 +120,20 @@ class DatasetWrite:
     def creates(self) -> bool:
         """Whether the dataset is new or replaced (no base to update)."""
         return self.base is None
+
+    def prepare_chunk(self, cube: Cube, data: Any, origin: str) -> pa.Table:
+        """One chunk of this dataset's rows under the cube rules (:func:`prepare_frame`:
+        NULLs and duplicate cells raise, rows sorted), checked against the planned schema.
+        """
+        table = prepare_frame(self.dataset_id, data, cube, self.partition_on)
+        compatible_merge(
+            self.schema,
+            normalize_schema(table.schema, self.partition_on),
+            dataset_uuid=self.uuid,
+            origin=origin,
+            reference_origin="the planned schema",
+        )
+        return table
 
     def chunk_arguments(self) -> dict[str, Any]:
         """The layout keywords of ``write_chunk`` (and ``write_sdf``) for this dataset."""
