@@ -15,7 +15,7 @@ from kartoframe.api._args import StoreInput, ensure_store
 from kartoframe.errors import (
     InvalidInputError,
 )
-from kartoframe.execution.dask_read_plan import plan_ddf_read
+from kartoframe.execution.read_plan import plan_ddf_read
 from kartoframe.plan.arguments import check_uuid, resolve_factory
 
 __all__ = ["read_dataset_as_ddf"]

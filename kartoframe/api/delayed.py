@@ -19,7 +19,7 @@ from kartoframe.api._docs import fill
 from kartoframe.api.maintenance import delete_dataset, garbage_collect_dataset
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import EmptyInputError, InvalidInputError, InvalidTypeError
-from kartoframe.execution.dask_read_plan import plan_ddf_read
+from kartoframe.execution.read_plan import plan_ddf_read
 from kartoframe.execution.write import DataSerializer
 from kartoframe.execution.write_resolve import Front, store_target, update_target, written_extras
 from kartoframe.plan.arguments import str_list

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.api._args import StoreInput, ensure_store
+from kartoframe.api._args import StoreInput
 from kartoframe.api._docs import fill
 from kartoframe.api.metadata import DatasetMetadata as DatasetMetadata
 from kartoframe.api.metadata import read_dataset_metadata as read_dataset_metadata
@@ -19,13 +19,9 @@ from kartoframe.execution.kernel import (
     read_task_frame,
     to_frame,
 )
-from kartoframe.execution.read_resolve import resolve_read
-from kartoframe.plan.arguments import check_columns_arg, check_uuid, resolve_factory, str_list
-from kartoframe.plan.query import bind_query
-from kartoframe.plan.scan import ScanPlan
+from kartoframe.execution.read_plan import plan_read as plan_read
+from kartoframe.plan.arguments import resolve_factory
 from kartoframe.progress import ProgressBar, progress_enabled
-from kartoframe.storage.resolve import load_dataset
-from kartoframe.storage.store import Store
 
 __all__ = [
     "DatasetMetadata",
@@ -35,41 +31,6 @@ __all__ = [
     "read_dataset_metadata",
     "read_table",
 ]
-
-
-def plan_read(
-    dataset_uuid: str,
-    store: StoreInput,
-    *,
-    columns: Sequence[str] | None = None,
-    predicates: object = None,
-    dispatch_by: Sequence[str] | None = None,
-    categoricals: Sequence[str] | None = None,
-    dates_as_object: bool = True,
-    version: int | None = None,
-    as_of: object = None,
-    consistent_integers: bool = True,
-) -> tuple[ScanPlan, Store]:
-    """Resolve and plan a read (loads the header, the schema and the needed indices).
-
-    ``version`` / ``as_of`` select a past version (see :func:`read_table`).
-    ``consistent_integers`` decides at planning time which integer columns every frame
-    returns as pandas nullable integers (see :mod:`kartoframe.plan.integers`; loads the
-    per-file statistics when that needs them); False for a read converted into one frame,
-    whose own nulls decide.
-    """
-    st = ensure_store(store)
-    loaded = load_dataset(st, check_uuid(dataset_uuid), version=version, as_of=as_of)
-    query = bind_query(
-        loaded.schema,
-        columns=check_columns_arg(columns),
-        predicates=predicates,
-        dispatch_by=None if dispatch_by is None else str_list(dispatch_by, "dispatch_by"),
-        categoricals=str_list(categoricals, "categoricals"),
-        dates_as_object=dates_as_object,
-        consistent_integers=consistent_integers,
-    )
-    return resolve_read(st, loaded, query)[0], st
 
 
 def _check_pushdown(predicate_pushdown_to_io: object) -> None:

@@ -62,8 +62,8 @@ def hash_dataset(
     """
     dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     from kartoframe.execution import dask_engine as de
-    from kartoframe.execution.dask_read_plan import plan_loaded_read
     from kartoframe.execution.graph_stats import hash_graph
+    from kartoframe.execution.read_plan import plan_loaded_read
 
     de.dask_modules()
     sub = str_list(subset, "subset") if subset is not None else None

@@ -148,7 +148,7 @@ def test_dask_read_uses_partial_index_lookups_like_eager(monkeypatch: Any) -> No
 
 def test_dask_plan_loads_only_the_index_rows_of_its_values(monkeypatch: Any) -> None:
     pytest.importorskip("dask")
-    from kartoframe.execution.dask_read_plan import plan_ddf_read
+    from kartoframe.execution.read_plan import plan_ddf_read
     from kartoframe.storage.resolve import load_dataset, load_indices
 
     store, _ = _indexed_dataset(monkeypatch)

@@ -119,7 +119,7 @@ def test_dask_write_and_read_use_statistics(store) -> None:
             dd.from_pandas(frame(8, 500), npartitions=1), store, "ds"
         ).compute()
         assert all(described(store).values()) and len(described(store)) == 15
-        from kartoframe.execution.dask_read_plan import plan_ddf_read
+        from kartoframe.execution.read_plan import plan_ddf_read
 
         plan, _ = plan_ddf_read("ds", store, predicates=[[("x", ">", 500)]])[:2]
         assert plan.stats.after_statistics == 3 and plan.stats.total == 15
