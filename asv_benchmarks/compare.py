@@ -430,13 +430,29 @@ class Harness:
                     run=lambda adapter=adapter, root=root: adapter.open_header(root),
                     check=lambda h: _check_partition_count(h, a.header_partitions),
                 )
+            params = {"partitions": a.header_partitions, "format": fmt, "bytes": _header_size(root)}
             self.run_alternating(
                 f"header-{fmt}",
                 f"header open: {a.header_partitions:,} partitions, {fmt} "
                 f"({_header_size(root) / 1e6:.1f} MB)",
-                {"partitions": a.header_partitions, "format": fmt, "bytes": _header_size(root)},
+                params,
                 None,
                 ops,
+            )
+            # open + plan: a read_table whose partition predicate selects nothing
+            plan_ops: dict[str, Op | Measurement] = {}
+            for system in self._systems(("kartoframe", "plateau")):
+                adapter = self.adapters[system]
+                plan_ops[system] = Op(
+                    run=lambda adapter=adapter, root=root: adapter.read_nothing(root),
+                    check=lambda df: None if len(df) == 0 else f"wrong result: {len(df)} rows",
+                )
+            self.run_alternating(
+                f"plan-{fmt}",
+                f"open + plan, read selecting nothing: {a.header_partitions:,} partitions, {fmt}",
+                params,
+                None,
+                plan_ops,
             )
 
     def scenario_dask(self) -> None:
@@ -602,6 +618,10 @@ CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("pruned", "deltalake", "pruned read vs deltalake (no index)", None),
     CheckSpec("header-json", "plateau", "header open (JSON) vs plateau", 4.0, "<= 1/4 time"),
     CheckSpec("header-msgpack", "plateau", "header open (msgpack) vs plateau", 4.0, "<= 1/4 time"),
+    CheckSpec("plan-json", "plateau", "open+plan, nothing selected (JSON)", 4.0, "<= 1/4 time"),
+    CheckSpec(
+        "plan-msgpack", "plateau", "open+plan, nothing selected (msgpack)", 4.0, "<= 1/4 time"
+    ),
     CheckSpec("dask", "pyarrow", "dask compute throughput vs dd.read_parquet", 1.5, ">= 1.5x"),
     CheckSpec("dask", "plateau", "dask compute throughput vs plateau ddf", None),
     CheckSpec("graph", "plateau", "dask graph build vs plateau", 10.0, ">= 10x faster"),

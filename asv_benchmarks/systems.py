@@ -131,6 +131,10 @@ def _plateau_url(root: Path) -> str:
     return f"hfs://{root.resolve()}"
 
 
+#: A partition predicate no partition matches (the partition columns are strings).
+NO_PARTITION = [[(PARTITION_ON[0], "==", "no such partition")]]
+
+
 def _predicate(pid: int) -> list[list[tuple[str, str, Any]]]:
     return [[(INDEX, "==", pid)]]
 
@@ -161,6 +165,10 @@ class System:
         """Return a lazy ``dask.dataframe.DataFrame`` over the dataset."""
         raise Unavailable(f"{self.name}: dask not supported")
 
+    def read_nothing(self, root: Path) -> pd.DataFrame:
+        """Open and plan a read whose partition predicate selects no partition."""
+        raise Unavailable(f"{self.name}: predicate reads not supported")
+
 
 class Kartoframe(System):
     """kartoframe through its public top-level API."""
@@ -190,6 +198,9 @@ class Kartoframe(System):
 
     def open_header(self, root: Path) -> Any:
         return kf_call("read_dataset_metadata", UUID, str(root))
+
+    def read_nothing(self, root: Path) -> pd.DataFrame:
+        return kf_call("read_table", UUID, str(root), predicates=NO_PARTITION)  # type: ignore[no-any-return]
 
     def ddf(self, root: Path) -> Any:
         return kf_call("read_dataset_as_ddf", UUID, str(root))
@@ -230,6 +241,11 @@ class Plateau(System):
         from plateau.core.dataset import DatasetMetadata
 
         return DatasetMetadata.load_from_store(UUID, _plateau_url(root))
+
+    def read_nothing(self, root: Path) -> pd.DataFrame:
+        return self._api().read_table(  # type: ignore[no-any-return]
+            UUID, _plateau_url(root), predicates=NO_PARTITION
+        )
 
     def ddf(self, root: Path) -> Any:
         return self._api().read_dataset_as_ddf(UUID, _plateau_url(root))
