@@ -29,7 +29,13 @@ from kartoframe.plan.predicates import (
     literal_expression,
 )
 
-__all__ = ["PruneStats", "partition_values", "partition_values_table", "prune"]
+__all__ = [
+    "PruneStats",
+    "partition_value_rows",
+    "partition_values",
+    "partition_values_table",
+    "prune",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -94,6 +100,35 @@ def partition_values_table(
         ]
     cols.update(zip(partition_keys, fast, strict=True))
     return pa.table(cols)
+
+
+def partition_value_rows(
+    labels: Sequence[str], partition_keys: Sequence[str], schema: pa.Schema
+) -> list[tuple[Any, ...]]:
+    """:func:`partition_values` of every label (column-wise where the key types convert
+    to the same Python values through Arrow: strings, integers, floats, booleans, dates).
+    """
+    if not partition_keys:
+        return [()] * len(labels)
+    if len(labels) > 1 and all(_row_safe(schema.field(k).type) for k in partition_keys):
+        try:
+            table = partition_values_table(labels, partition_keys, schema)
+        except (pa.ArrowInvalid, OverflowError):
+            pass  # e.g. a value out of its integer type's range: the per-label parser keeps it
+        else:
+            return list(zip(*(table[k].to_pylist() for k in partition_keys), strict=True))
+    return [partition_values(lb, partition_keys, schema) for lb in labels]
+
+
+def _row_safe(t: pa.DataType) -> bool:
+    return bool(
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_date(t)
+    )
 
 
 def _key_columns(

@@ -15,7 +15,7 @@ from kartoframe.format.index import index_from_embedded
 from kartoframe.plan.file_part import FilePart
 from kartoframe.plan.integers import nullable_integer_columns
 from kartoframe.plan.predicates import Literal, Predicate, literal_expression, to_expression
-from kartoframe.plan.pruning import PruneStats, partition_values, prune
+from kartoframe.plan.pruning import PruneStats, partition_value_rows, prune
 from kartoframe.plan.query import (
     ReadQuery,
     bind_query,
@@ -177,7 +177,8 @@ def plan_bound(
     indices = all_indices(loaded)
     kept, stats = select_files(loaded, query, indices, labels)
     pk = md.partition_keys
-    parts = [FilePart(lb, md.partitions[lb], partition_values(lb, pk, schema)) for lb in kept]
+    values = partition_value_rows(kept, pk, schema)
+    parts = [FilePart(lb, md.partitions[lb], v) for lb, v in zip(kept, values, strict=True)]
     tasks = _dispatch(parts, query.dispatch_by, pk, schema, indices, query.dispatch_nulls)
     nullable = (
         nullable_integer_columns(schema, out_cols, parts, pk, loaded.statistics, cats)

@@ -100,3 +100,26 @@ def test_well_formed_labels_take_the_column_wise_path() -> None:
     assert pruning._key_columns(names, KEYS, SCHEMA) is not None
     legacy = pa.array(["s=a/b/i=1/d=2024-01-01/b=True/f=0.5/file1"], type=pa.string())
     assert pruning._key_columns(legacy, KEYS, SCHEMA) is None
+
+
+@pytest.mark.parametrize("keys", [KEYS, ["i"], ["d", "s"], []])
+def test_value_rows_equal_the_per_label_values(keys: list[str]) -> None:
+    from kartoframe.plan.pruning import partition_value_rows
+
+    labels = _labels(100, keys)
+    rows = partition_value_rows(labels, keys, SCHEMA)
+    expected = [partition_values(lb, keys, SCHEMA) for lb in labels]
+    assert rows == expected
+    assert [tuple(map(type, r)) for r in rows] == [tuple(map(type, r)) for r in expected]
+
+
+def test_value_rows_keep_what_the_per_label_parser_keeps() -> None:
+    from kartoframe.plan.pruning import partition_value_rows
+
+    small = pa.schema([("i", pa.int8()), ("t", pa.timestamp("us"))])
+    labels = ["i=1/t=2024-01-01%2000%3A00%3A00/f1", "i=300/t=2024-01-02%2000%3A00%3A00/f2"]
+    assert partition_value_rows(labels, ["i", "t"], small) == [
+        partition_values(lb, ["i", "t"], small) for lb in labels
+    ]
+    # out of int8's range: the column-wise path gives up, the per-label parser answers
+    assert partition_value_rows(["i=1/f1", "i=300/f2"], ["i"], small) == [(1,), (300,)]
