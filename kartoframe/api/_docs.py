@@ -6,7 +6,7 @@ the line): the parameter descriptions the public functions share are written onc
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -61,6 +61,64 @@ $not_found
 Examples
 --------
 >>> import pandas as pd, kartoframe as kf
+== store_layout
+metadata
+    User metadata stored in the header (a dict, or a callable returning one).
+partition_on
+    Columns to partition by (hive-style directories; removed from the files; no nulls).
+secondary_indices
+    Columns to build inverted indices for.
+overwrite
+    Replace an existing dataset (its old files become garbage).
+table_name
+    Table directory name (default ``"table"``).
+metadata_storage_format
+    ``"json"`` (default) or ``"msgpack"`` (zstd-compressed msgpack).
+metadata_version
+    Must be 4.
+sort_partitions_by
+    Sort each file by these columns (makes row-group statistics selective).
+== txn
+app_id, app_version
+    Idempotent writes (Delta's transaction identifiers): the commit records
+    ``app_version`` for ``app_id``; if the dataset already records that version (or a
+    higher one) for ``app_id``, nothing is written and the call returns the dataset as
+    it is. A retried pipeline step therefore never commits twice.
+commit_info
+    A JSON-serialisable dict stored with the commit (see
+    :func:`kartoframe.dataset_history`).
+== cube_txn
+app_id, app_version
+    Application transaction (both or neither): every dataset commit records it, and
+    a retried call whose datasets already record ``app_version`` (or a later one)
+    for ``app_id`` writes nothing; after a crash between dataset commits the retry
+    writes only the datasets still missing.
+commit_info
+    A JSON-serialisable dict recorded with each dataset's commit.
+== cube_evolution
+schema_evolution
+    ``"add_columns"``: the rows may add nullable payload columns (and safe
+    widenings) to their dataset, recorded as schema events; older files read the new
+    columns as nulls. Default ``"none"``: the stored schemas must match.
+== update_common
+delete_scope
+    ``[{column: value, ...}, ...]``: partitions matching any dict are removed in the
+    same commit (columns must be partition keys or indexed).
+metadata
+    User metadata merged over the existing metadata (``creation_time`` kept).
+df_serializer
+    :class:`kartoframe.ParquetSerializer` or :class:`kartoframe.CsvSerializer`.
+metadata_merger
+    Accepted for plateau compatibility; metadata is merged key by key.
+default_metadata_version
+    Must be 4.
+partition_on
+    Must equal the dataset's partition keys (default: taken from the dataset).
+sort_partitions_by
+    Sort each written file by these columns.
+== dataset_result
+DatasetMetadataResult
+    ``.uuid`` of the committed dataset; other attributes load its metadata.
 """
 
 
@@ -81,18 +139,14 @@ def _fragments(text: str) -> dict[str, list[str]]:
 FRAGMENTS = _fragments(_TEXT)
 
 
-def expand(doc: str | None, extra: Mapping[str, str] | None = None) -> str | None:
-    """``doc`` with every ``$name`` line replaced by its fragment: one of ``extra``
-    (name -> text, e.g. a front's own fragments), else a shared one.
-    """
+def expand(doc: str | None) -> str | None:
+    """``doc`` with every ``$name`` line replaced by its fragment."""
     if doc is None:  # python -OO
         return None
     out: list[str] = []
     for line in doc.split("\n"):
         name = line.strip()[1:] if line.strip().startswith("$") else ""
-        if extra is not None and name in extra:
-            lines = extra[name].split("\n")
-        elif name in FRAGMENTS:
+        if name in FRAGMENTS:
             lines = FRAGMENTS[name]
         else:
             out.append(line)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg, verb_like
-from kartoframe.api._write_docs import fill
+from kartoframe.api._docs import fill
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.cube_resolve import resolve_cube_operation

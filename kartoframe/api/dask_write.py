@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kartoframe.api._args import StoreInput, any_serializer_arg
-from kartoframe.api._write_docs import fill
+from kartoframe.api._docs import fill
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.write import DataSerializer

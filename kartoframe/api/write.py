@@ -15,7 +15,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, any_serializer_arg, dataset_args
-from kartoframe.api._write_docs import fill
+from kartoframe.api._docs import fill
 from kartoframe.errors import (
     DatasetNotFoundError,
     EmptyInputError,
