@@ -114,8 +114,10 @@ class DatasetHeader:
         """Return a copy with some fields changed."""
         return dataclasses.replace(self, **changes)
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return the header dict in the key order plateau writes."""
+    def to_dict(self, *, partitions: bool = True) -> dict[str, Any]:
+        """Return the header dict in the key order plateau writes (``partitions`` False:
+        without the ``partitions`` map, which is most of a large header).
+        """
         out: dict[str, Any] = {"dataset_metadata_version": METADATA_VERSION}
         out["dataset_uuid"] = self.uuid
         indices: dict[str, Any] = dict(self.embedded_indices)
@@ -124,9 +126,10 @@ class DatasetHeader:
             out["indices"] = indices
         if self.metadata:
             out["metadata"] = dict(self.metadata)
-        if self.explicit_partitions:
+        if self.explicit_partitions and partitions:
+            table = self.table_name
             out["partitions"] = {
-                label: {"files": {self.table_name: key}} for label, key in self.partitions.items()
+                label: {"files": {table: key}} for label, key in self.partitions.items()
             }
         out["partition_keys"] = list(self.partition_keys)
         for k, v in self.extra.items():

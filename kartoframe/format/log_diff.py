@@ -21,9 +21,7 @@ __all__ = ["apply_entry", "make_entry"]
 
 
 def _header_doc(header: DatasetHeader) -> dict[str, Any]:
-    doc = header.to_dict()
-    doc.pop("partitions", None)
-    return doc
+    return header.to_dict(partitions=False)
 
 
 def make_entry(
