@@ -120,15 +120,19 @@ def partition_value_rows(
     return [partition_values(lb, partition_keys, schema) for lb in labels]
 
 
+#: key types whose values convert to the same Python values through Arrow
+_ROW_SAFE = (
+    pa.types.is_string,
+    pa.types.is_large_string,
+    pa.types.is_integer,
+    pa.types.is_floating,
+    pa.types.is_boolean,
+    pa.types.is_date,
+)
+
+
 def _row_safe(t: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_string(t)
-        or pa.types.is_large_string(t)
-        or pa.types.is_integer(t)
-        or pa.types.is_floating(t)
-        or pa.types.is_boolean(t)
-        or pa.types.is_date(t)
-    )
+    return any(is_type(t) for is_type in _ROW_SAFE)
 
 
 def _key_columns(
