@@ -27,6 +27,15 @@ os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
 # whichever test starts the first SparkSession (the docs examples do, too)
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
+# Compiled bytecode. The tests start hundreds of Python processes (the console script, writer
+# processes, Spark's Python workers, dask worker processes, ...). Where the environment turns
+# bytecode files off (PYTHONDONTWRITEBYTECODE), each of them compiled kartoframe and the test
+# helpers from source again (~0.15 s CPU a process). The test session turns them back on
+# (Python's default) for itself, its xdist workers and every subprocess: .pyc files go to the
+# git-ignored __pycache__ folders, and Python checks each against its source's mtime and size.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
+
 # Hypothesis: CI (CI=true, and `make test`) runs the same examples every time — seeded by each
 # test's name, no example database, no timing-based deadline or health check — and prints the
 # blob that reproduces a failure. `make test-explore` (profile "explore") draws fresh random
