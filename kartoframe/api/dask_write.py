@@ -15,14 +15,13 @@ from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.write import DataSerializer
 from kartoframe.execution.write_resolve import (
     Front,
-    check_update_input,
     store_target,
     update_target,
     written_extras,
 )
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.arguments import str_list
-from kartoframe.plan.write_request import MetadataArg
+from kartoframe.plan.write_request import MetadataArg, check_update_input
 
 __all__ = [
     "store_dataset_from_ddf",
@@ -147,7 +146,7 @@ def _graph(ddf: Any, front: Front, args: Mapping[str, Any]) -> Any:
     if target is None:
         return delayed(DatasetMetadataResult, pure=False)(front.uuid, st)
     if ddf is None:
-        check_update_input(target, False, args)
+        check_update_input(target, False, args.get("delete_scope"), args.get("metadata"))
     return ddf_write_graph(
         ddf,
         st,

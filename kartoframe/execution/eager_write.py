@@ -28,7 +28,13 @@ from kartoframe.plan.predicates import bind
 from kartoframe.plan.pruning import prune
 from kartoframe.plan.scan import required_index_columns
 from kartoframe.plan.write import ChunkResult, check_against_base, check_write_columns
-from kartoframe.plan.write_request import MetadataArg, ResolvedWrite, jsonable, resolve_metadata
+from kartoframe.plan.write_request import (
+    MetadataArg,
+    ResolvedWrite,
+    check_update_input,
+    jsonable,
+    resolve_metadata,
+)
 from kartoframe.storage.resolve import bloom_columns_of, load_indices
 from kartoframe.storage.store import Store
 
@@ -119,10 +125,7 @@ def write_frames(
             raise EmptyInputError(
                 "Cannot store empty datasets: no DataFrame was given (dfs must not be empty)."
             )
-        if not chunks and base is None and target.request.verb == "update":
-            raise EmptyInputError(f"Dataset {target.uuid!r} does not exist and no data was given.")
-        if not chunks and delete_scope is None and metadata is None:
-            raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
+        check_update_input(target, bool(chunks), delete_scope, metadata)
         md = commit_resolved(
             st,
             target,

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from kartoframe.errors import EmptyInputError, InvalidInputError, InvalidTypeError
+from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.eager_write import delete_scope_labels
-from kartoframe.execution.write import already_recorded
 from kartoframe.format import naming
 from kartoframe.format.commit_args import CommitOptions
+from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.arguments import (
     check_format,
     check_metadata_version,
@@ -33,11 +33,12 @@ from kartoframe.plan.write_request import (
     resolve_metadata,
     resolve_write,
 )
+from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import dataset_exists, load_existing
 from kartoframe.storage.store import Store
 from kartoframe.storage.store_arg import ensure_store
 
-__all__ = ["Front", "check_update_input", "store_target", "update_target", "written_extras"]
+__all__ = ["Front", "store_target", "update_target", "written_extras"]
 
 
 class Front(NamedTuple):
@@ -50,8 +51,34 @@ class Front(NamedTuple):
     target: ResolvedWrite | None
 
 
-def _commit_options(args: Mapping[str, Any]) -> CommitOptions:
-    return CommitOptions.of(args.get("app_id"), args.get("app_version"), args.get("commit_info"))
+class _Checked(NamedTuple):
+    store: Store
+    uuid: str
+    table_name: str
+    storage_format: naming.MetadataFormat
+    evolution: SchemaEvolution
+    commit: CommitOptions
+
+
+def _checked(
+    args: Mapping[str, Any], version_key: str, check_store: Callable[[Store], None] | None
+) -> _Checked:
+    """The arguments every write checks, in one order: table name (plateau's ``table=``
+    too), application transaction, dataset (plateau's ``factory=`` too), store and
+    ``check_store``, header format, metadata version (``version_key``), ``schema_evolution``.
+    """
+    table_name = table_name_arg(args.get("table"), args.get("table_name", "table"))
+    commit = CommitOptions.of(args.get("app_id"), args.get("app_version"), args.get("commit_info"))
+    uuid, store = resolve_factory(args.get("factory"), args.get("dataset_uuid"), args.get("store"))
+    uuid = check_uuid(uuid)
+    st = ensure_store(store)
+    if check_store is not None:
+        check_store(st)
+    fmt = check_format(args.get("metadata_storage_format", "json"))
+    check_metadata_version(args.get(version_key, 4))
+    naming.validate_name(table_name, "table_name")
+    evolution = evolution_arg(args.get("schema_evolution", "none"))
+    return _Checked(st, uuid, table_name, fmt, evolution, commit)
 
 
 def store_target(
@@ -60,20 +87,12 @@ def store_target(
     """The resolved request of a write that creates a dataset.
 
     ``args`` are a write front's arguments by name (its ``locals()``; keywords a front
-    lacks take their defaults). Every engine checks them in this one order
-    (the application transaction, uuid, store and ``check_store``, header format and
-    version, table name, partition columns, indices, ``overwrite``, the partition/index
-    overlap, ``schema_evolution``) and refuses an existing dataset unless ``overwrite``.
+    lacks take their defaults), checked by :func:`_checked`, then the partition columns,
+    indices, ``overwrite`` and their overlap. An existing dataset is refused unless
+    ``overwrite``; one that already records the write's application transaction is left
+    as it is (``target`` None). The header is read once.
     """
-    table_name = table_name_arg(args.get("table"), args.get("table_name", "table"))
-    commit = _commit_options(args)
-    uuid = check_uuid(args["dataset_uuid"])
-    st = ensure_store(args["store"])
-    if check_store is not None:
-        check_store(st)
-    fmt = check_format(args.get("metadata_storage_format", "json"))
-    check_metadata_version(args.get("metadata_version", 4))
-    naming.validate_name(table_name, "table_name")
+    c = _checked(args, "metadata_version", check_store)
     pon = str_list(args.get("partition_on"), "partition_on")
     sidx = str_list(args.get("secondary_indices"), "secondary_indices")
     overwrite = args.get("overwrite", False)
@@ -82,13 +101,25 @@ def store_target(
     both = sorted(set(pon) & set(sidx))
     if both:
         raise InvalidInputError(f"Cannot create secondary index on partition columns: {both}.")
-    evolution = evolution_arg(args.get("schema_evolution", "none"))
-    if already_recorded(st, uuid, commit):
-        return Front(st, uuid, None)
+    if c.commit.app_id is None:
+        exists = dataset_exists(c.store, c.uuid)
+    else:  # one read answers both questions (a broken header raises, as before)
+        state = current_state(c.store, c.uuid)
+        if c.commit.recorded_in(state.header if state else None):
+            return Front(c.store, c.uuid, None)
+        exists = state is not None
     request = WriteRequest(
-        uuid, "store", tuple(pon), tuple(sidx), table_name, fmt, overwrite, evolution, commit
+        c.uuid,
+        "store",
+        tuple(pon),
+        tuple(sidx),
+        c.table_name,
+        c.storage_format,
+        overwrite,
+        c.evolution,
+        c.commit,
     )
-    return Front(st, uuid, resolve_write(request, None, exists=dataset_exists(st, uuid)))
+    return Front(c.store, c.uuid, resolve_write(request, None, exists=exists))
 
 
 def update_target(
@@ -96,38 +127,28 @@ def update_target(
 ) -> Front:
     """The resolved request of an update (the dataset is created if missing).
 
-    ``args`` as in :func:`store_target` (with plateau's ``factory`` and ``table``); the
-    header is loaded once and becomes the resolved write's ``base``.
+    ``args`` as in :func:`store_target`; the header is loaded once and becomes the resolved
+    write's ``base``.
     """
-    table_name = table_name_arg(args.get("table"), args.get("table_name", "table"))
-    uuid, store = resolve_factory(args.get("factory"), args.get("dataset_uuid"), args.get("store"))
-    uuid = check_uuid(uuid)
-    st = ensure_store(store)
-    if check_store is not None:
-        check_store(st)
-    check_metadata_version(args.get("default_metadata_version", 4))
-    fmt = check_format(args.get("metadata_storage_format", "json"))
-    evolution = evolution_arg(args.get("schema_evolution", "none"))
-    commit = _commit_options(args)
-    naming.validate_name(table_name, "table_name")
-    base = load_existing(st, uuid)
-    if base is not None and commit.recorded_in(base.metadata):
-        return Front(st, uuid, None)
+    c = _checked(args, "default_metadata_version", check_store)
+    base = load_existing(c.store, c.uuid)
+    if base is not None and c.commit.recorded_in(base.metadata):
+        return Front(c.store, c.uuid, None)
     pon = args.get("partition_on")
     keys = None if pon is None else tuple(str_list(pon, "partition_on"))  # None: the dataset's
     sidx = tuple(str_list(args.get("secondary_indices"), "secondary_indices"))
-    request = WriteRequest(uuid, "update", keys, sidx, table_name, fmt, False, evolution, commit)
-    return Front(st, uuid, resolve_write(request, base))
-
-
-def check_update_input(target: ResolvedWrite, has_data: bool, args: Mapping[str, Any]) -> None:
-    """An update without data needs a dataset, and a ``delete_scope`` or ``metadata``."""
-    if has_data:
-        return
-    if target.base is None:
-        raise EmptyInputError(f"Dataset {target.uuid!r} does not exist and no data was given.")
-    if args.get("delete_scope") is None and args.get("metadata") is None:
-        raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
+    request = WriteRequest(
+        c.uuid,
+        "update",
+        keys,
+        sidx,
+        c.table_name,
+        c.storage_format,
+        False,
+        c.evolution,
+        c.commit,
+    )
+    return Front(c.store, c.uuid, resolve_write(request, base))
 
 
 def written_extras(st: Store, target: ResolvedWrite, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -135,8 +156,9 @@ def written_extras(st: Store, target: ResolvedWrite, args: Mapping[str, Any]) ->
     removes (an engine's ``metadata`` and ``remove_labels`` keywords).
     """
     base = target.base
-    existing = base.metadata.metadata if base is not None else {}
-    remove = set()
-    if base is not None:
-        remove = delete_scope_labels(base, st, args.get("delete_scope"))
-    return {"metadata": resolve_metadata(args.get("metadata"), existing), "remove_labels": remove}
+    if base is None:
+        return {"metadata": resolve_metadata(args.get("metadata"), {}), "remove_labels": set()}
+    return {
+        "metadata": resolve_metadata(args.get("metadata"), base.metadata.metadata),
+        "remove_labels": delete_scope_labels(base, st, args.get("delete_scope")),
+    }

@@ -15,7 +15,12 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from kartoframe.errors import DatasetExistsError, InvalidInputError, InvalidTypeError
+from kartoframe.errors import (
+    DatasetExistsError,
+    EmptyInputError,
+    InvalidInputError,
+    InvalidTypeError,
+)
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions, check_user_metadata
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.naming import MetadataFormat
@@ -28,6 +33,7 @@ __all__ = [
     "ResolvedWrite",
     "Verb",
     "WriteRequest",
+    "check_update_input",
     "jsonable",
     "resolve_metadata",
     "resolve_write",
@@ -164,6 +170,24 @@ def resolve_write(
     return ResolvedWrite(
         req, base, pon, table_name, md.storage_format, list(req.secondary_indices), maintained
     )
+
+
+def check_update_input(
+    target: ResolvedWrite, has_data: bool, delete_scope: object, metadata: object
+) -> None:
+    """An update without data needs a dataset, and a ``delete_scope`` or ``metadata``.
+
+    Raises
+    ------
+    EmptyInputError
+        No data, and no dataset or nothing else to change.
+    """
+    if has_data:
+        return
+    if target.base is None:
+        raise EmptyInputError(f"Dataset {target.uuid!r} does not exist and no data was given.")
+    if delete_scope is None and metadata is None:
+        raise EmptyInputError("Nothing to update: no data, no delete_scope, no metadata.")
 
 
 def resolve_metadata(

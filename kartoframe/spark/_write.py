@@ -14,14 +14,13 @@ from kartoframe.execution.spark_write import write_and_commit
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.execution.write_resolve import (
     Front,
-    check_update_input,
     store_target,
     update_target,
     written_extras,
 )
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.arguments import str_list
-from kartoframe.plan.write_request import MetadataArg
+from kartoframe.plan.write_request import MetadataArg, check_update_input
 
 #: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
 DataFrame = Any
@@ -41,7 +40,7 @@ def _commit(sdf: DataFrame | None, front: Front, args: Mapping[str, Any]) -> Dat
     serializer = serializer_arg(args["df_serializer"])
     st, target = front.store, front.target
     if target is not None:
-        check_update_input(target, sdf is not None, args)
+        check_update_input(target, sdf is not None, args.get("delete_scope"), args.get("metadata"))
         write_and_commit(
             sdf,
             st,
