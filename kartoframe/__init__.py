@@ -57,6 +57,12 @@ from kartoframe.api.maintenance import (
     delete_dataset,
     garbage_collect_dataset,
 )
+from kartoframe.api.optimize import (
+    OptimizeResult,
+    optimize_cube,
+    optimize_dataset,
+    optimize_dataset_as_delayed,
+)
 from kartoframe.api.read import (
     DatasetMetadata,
     read_dataset_as_dataframes,
@@ -119,6 +125,10 @@ __all__ = [
     "CommitRecord",
     "dataset_history",
     "vacuum_dataset",
+    "OptimizeResult",
+    "optimize_cube",
+    "optimize_dataset",
+    "optimize_dataset_as_delayed",
     "hash_dataset",
     "read_dataset_as_dataframes",
     "read_dataset_as_dataframes__iterator",

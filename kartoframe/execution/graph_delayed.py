@@ -3,7 +3,8 @@
 The public fronts (:mod:`kartoframe.api.delayed`, :mod:`kartoframe.api.bag`) check their
 arguments and resolve the dataset; these functions turn the plan into tasks: one read task
 per planned read task, one write task per input and one commit task
-(:mod:`kartoframe.execution.delayed_write`), one index task per file and one commit.
+(:mod:`kartoframe.execution.delayed_write`), one index task per file and one commit, one
+``optimize`` task per rewrite unit and one commit.
 """
 
 from __future__ import annotations
@@ -13,14 +14,25 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kartoframe.execution import dask_engine as de
+from kartoframe.execution.chunks import delete_files
 from kartoframe.execution.index_build import commit_index_build, index_file
-from kartoframe.execution.write import WrittenPartition
+from kartoframe.execution.optimize import commit_optimize, rewrite_unit
+from kartoframe.execution.write import ChunkResult, WrittenPartition
+from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.dataset import LoadedDataset
+from kartoframe.plan.optimize import OptimizePlan, OptimizeResult, RewriteUnit
 from kartoframe.plan.scan import ReadTask, ScanPlan
 from kartoframe.plan.write_request import ResolvedWrite
 from kartoframe.storage.store import Store
 
-__all__ = ["bag_of", "delete_graph", "index_graph", "read_graph", "write_graph"]
+__all__ = [
+    "bag_of",
+    "delete_graph",
+    "index_graph",
+    "optimize_graph",
+    "read_graph",
+    "write_graph",
+]
 
 Result = Callable[[str, Store], Any]
 
@@ -115,3 +127,39 @@ def index_graph(
     parts = [index(plan, task, st, all_columns) for task in plan.tasks]
     commit = delayed(_commit_indices, pure=False)
     return commit(st, loaded, parts, all_columns, requested, result)
+
+
+def _rewrite(store: Store, plan: OptimizePlan, unit: RewriteUnit) -> ChunkResult | BaseException:
+    """One unit of an optimize graph; a failure is returned, so the commit task sees every
+    outcome and can remove the files the other units wrote.
+    """
+    try:
+        return rewrite_unit(store, plan, unit)
+    except Exception as e:
+        return e
+
+
+def _commit_optimize(
+    store: Store,
+    plan: OptimizePlan,
+    base: LoadedDataset,
+    outcomes: list[ChunkResult | BaseException],
+    commit: CommitOptions,
+) -> OptimizeResult:
+    chunks = [o for o in outcomes if isinstance(o, ChunkResult)]
+    failures = [o for o in outcomes if not isinstance(o, ChunkResult)]
+    if failures:
+        delete_files(store, [p.key for c in chunks for p in c.partitions])
+        raise failures[0]
+    return commit_optimize(store, plan, base, chunks, commit)
+
+
+def optimize_graph(
+    st: Store, plan: OptimizePlan, base: LoadedDataset, commit: CommitOptions
+) -> Any:
+    """One task per rewrite unit and one commit task computing to an ``OptimizeResult``."""
+    from dask.delayed import delayed
+
+    rewrite = delayed(_rewrite, pure=False)
+    outcomes = [rewrite(st, plan, unit) for unit in plan.units]
+    return delayed(_commit_optimize, pure=False)(st, plan, base, outcomes, commit)

@@ -95,6 +95,7 @@ def commit_write(
     operation_parameters: Mapping[str, Any] | None = None,
     remove_scope: Callable[[LoadedDataset], set[str]] | None = None,
     create_or_update: bool = False,
+    optimized: Mapping[str, Sequence[str]] | None = None,
 ) -> DatasetHeader:
     """Validate all chunks against each other and the base, merge indices, publish.
 
@@ -145,6 +146,9 @@ def commit_write(
         exist (``update_dataset_from_dataframes`` on a missing dataset). If another
         writer creates the dataset first, this commit is rebuilt as an update of that
         version instead of failing (every such writer lands).
+    optimized
+        Labels of the written files that ``optimize`` produced, with their sort order
+        (recorded in the header, :mod:`kartoframe.format.optimized`).
 
     Raises
     ------
@@ -201,6 +205,7 @@ def commit_write(
         bloom_filter_columns=(
             tuple(bloom_filter_columns) if bloom_filter_columns is not None else None
         ),
+        optimized={lb: tuple(o) for lb, o in optimized.items()} if optimized else None,
     )
 
     def _build(b: LoadedDataset | None) -> Built:

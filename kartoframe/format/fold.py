@@ -2,7 +2,8 @@
 
 A commit describes what it changes as a sequence of values — :class:`CreateDataset`
 (no base: a new or overwritten dataset), :class:`AddPartitions`, :class:`RemovePartitions`,
-:class:`SetIndices`, :class:`SetSchema`, :class:`SetMetadata`, :class:`SetStatistics` — and
+:class:`SetIndices`, :class:`SetSchema`, :class:`SetMetadata`, :class:`SetStatistics`,
+:class:`RecordOptimized` — and
 :func:`fold` applies them to the base dataset. Side files (index files, statistics files,
 ``_common_metadata``) are read and written by the storage layer before and after; the fold
 only sees their keys. The clock is an argument (``now``), so the fold is a function of its
@@ -23,6 +24,7 @@ from kartoframe.errors import CommitConflictError, InvalidInputError
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, kartoframe_section, with_kartoframe_section
 from kartoframe.format.naming import MetadataFormat
+from kartoframe.format.optimized import with_optimized
 from kartoframe.format.schema import SchemaChange
 from kartoframe.format.statistics import StatisticsRef
 
@@ -30,6 +32,7 @@ __all__ = [
     "AddPartitions",
     "Change",
     "CreateDataset",
+    "RecordOptimized",
     "RemovePartitions",
     "SetExplicitPartitions",
     "SetIndices",
@@ -101,6 +104,13 @@ class SetStatistics:
     ref: StatisticsRef | None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class RecordOptimized:
+    """Files written by ``optimize`` and their order (:mod:`~kartoframe.format.optimized`)."""
+
+    labels: Mapping[str, tuple[str, ...]]
+
+
 Change = (
     CreateDataset
     | SetExplicitPartitions
@@ -110,6 +120,7 @@ Change = (
     | SetSchema
     | SetMetadata
     | SetStatistics
+    | RecordOptimized
 )
 
 
@@ -139,6 +150,8 @@ def fold(base: LoadedDataset | None, changes: Iterable[Change], *, now: str) -> 
     schema_set = False
     explicit = True
     indices: Mapping[str, str] = dict(bmd.indices) if bmd is not None else {}
+    removed: set[str] = set()
+    optimized: Mapping[str, tuple[str, ...]] = {}
     for change in changes:
         if isinstance(change, CreateDataset):
             header = DatasetHeader(
@@ -153,6 +166,7 @@ def fold(base: LoadedDataset | None, changes: Iterable[Change], *, now: str) -> 
         elif isinstance(change, RemovePartitions):
             for label in change.labels:
                 partitions.pop(label, None)
+            removed |= change.labels
         elif isinstance(change, AddPartitions):
             for label, key in change.partitions.items():
                 if label in partitions:
@@ -173,8 +187,11 @@ def fold(base: LoadedDataset | None, changes: Iterable[Change], *, now: str) -> 
                 section.pop("statistics", None)
             else:
                 section["statistics"] = change.ref.to_dict()
+        elif isinstance(change, RecordOptimized):
+            optimized = change.labels
     if header is None or not schema_set:
         raise InvalidInputError("A header fold needs a base (or CreateDataset) and a schema.")
+    with_optimized(section, removed, optimized)
     header = header.replace(
         partitions=partitions, indices=indices, metadata=user_meta, explicit_partitions=explicit
     )

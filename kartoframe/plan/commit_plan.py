@@ -21,6 +21,7 @@ from kartoframe.format.fold import (
     AddPartitions,
     Change,
     CreateDataset,
+    RecordOptimized,
     RemovePartitions,
     SetExplicitPartitions,
     SetIndices,
@@ -86,6 +87,8 @@ class CommitShape:
     schema_evolution: SchemaEvolution = "none"
     extra_statistics: tuple[pa.Table, ...] = ()
     bloom_filter_columns: tuple[str, ...] | None = None
+    #: files written by ``optimize`` and their sort order (recorded in the header)
+    optimized: Mapping[str, tuple[str, ...]] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -338,4 +341,6 @@ def header_changes(
     ]
     if statistics != "keep":
         changes.append(SetStatistics(statistics))
+    if shape.optimized:
+        changes.append(RecordOptimized(shape.optimized))
     return changes

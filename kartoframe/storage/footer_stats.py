@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from kartoframe.format.header import DatasetHeader
 from kartoframe.storage.parquet import read_footer
 from kartoframe.storage.store import Store
 
-__all__ = ["footer_sizes"]
+__all__ = ["data_file_sizes", "footer_sizes"]
+
+
+def data_file_sizes(store: Store, keys: Sequence[str]) -> dict[str, int]:
+    """Sizes in bytes of data files, asked of the store (8 requests at a time)."""
+    if not keys:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(8, len(keys))) as pool:
+        return dict(zip(keys, pool.map(store.size, keys), strict=True))
 
 
 def footer_sizes(store: Store, md: DatasetHeader) -> dict[str, int]:

@@ -1,0 +1,277 @@
+"""Table maintenance: compact small files and cluster rows (``optimize``), datasets and cubes."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kartoframe.api._args import StoreInput, dataset_args
+from kartoframe.api._docs import fill
+from kartoframe.errors import InvalidTypeError
+from kartoframe.execution.optimize import load_optimize, run_optimize
+from kartoframe.format.commit_args import CommitOptions
+from kartoframe.format.cube import Cube
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.plan.optimize import (
+    DEFAULT_ROW_GROUP_SIZE,
+    DEFAULT_TARGET_FILE_SIZE,
+    OptimizePlan,
+    OptimizeResult,
+)
+from kartoframe.progress import track
+from kartoframe.storage.cube_members import load_cube_datasets
+from kartoframe.storage.store import Store
+from kartoframe.storage.store_arg import ensure_store
+
+__all__ = ["OptimizeResult", "optimize_cube", "optimize_dataset", "optimize_dataset_as_delayed"]
+
+
+def _prepared(
+    dataset_uuid: object, store: Any, args: Mapping[str, Any]
+) -> tuple[Store, OptimizePlan, LoadedDataset, CommitOptions]:
+    """Check the arguments, load and plan: ``(store, plan, base, commit options)``."""
+    uuid, st = dataset_args(dataset_uuid, store)
+    if not isinstance(args["dry_run"], bool):
+        raise InvalidTypeError("dry_run must be a bool.")
+    commit = CommitOptions.of(args["app_id"], args["app_version"], args["commit_info"])
+    plan, base = load_optimize(
+        st, uuid, predicates=args["predicates"], **{k: args[k] for k in _OPTIONS}
+    )
+    return st, plan, base, commit
+
+
+#: the keywords of ``optimize_dataset`` that are options of the plan
+_OPTIONS = ("target_file_size", "sort_by", "sort_method", "min_files", "row_group_size")
+
+
+@fill
+def optimize_dataset(
+    dataset_uuid: str | None = None,
+    store: StoreInput | None = None,
+    *,
+    target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
+    sort_by: str | Sequence[str] | None = None,
+    sort_method: str = "linear",
+    predicates: object = None,
+    min_files: int = 2,
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
+    dry_run: bool = False,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    commit_info: Mapping[str, Any] | None = None,
+    progress: bool = False,
+) -> OptimizeResult:
+    """Compact the small files of each partition and cluster their rows (Delta's OPTIMIZE).
+
+    For every selected partition (the files sharing one set of partition values), files
+    smaller than ``target_file_size`` are read and rewritten as files near that size;
+    with ``sort_by`` the rows of each partition's rewritten files are sorted first, so
+    that their per-file and per-row-group statistics become tight. Statistics, bloom
+    filters and secondary indices are rebuilt for the new files. One commit removes
+    exactly the files read and adds the new ones: the content of the dataset is the
+    same row for row (see :func:`kartoframe.hash_dataset`), earlier versions stay
+    readable until :func:`kartoframe.garbage_collect_dataset` removes their files after
+    its retention window.
+
+    The run is **incremental**: the header records which files ``optimize`` wrote and in
+    which order, and a partition with no new file since it was optimized (with the same
+    ``sort_by``) is skipped. A daily optimize costs what changed that day.
+
+    Concurrency: the commit conflicts only with a concurrent commit that removed or
+    replaced one of the files it read; appends running at the same time (also into
+    the same partitions) land, and the optimize commits on top of them.
+
+    $params_dataset
+    target_file_size
+        Size of the files written, in bytes (default 128 MiB); files at or above it
+        are left alone unless they must be sorted.
+    sort_by
+        Columns to sort the rows of each rewritten partition by (not partition keys).
+        A partition whose files are not yet in this order is rewritten.
+    sort_method
+        ``"linear"`` (default): sort by the columns in turn. ``"zorder"``: a z-order
+        curve over 1–4 columns, so that a range on any of them skips row groups.
+    predicates
+        Select the partitions to optimize (DNF, as in :func:`kartoframe.read_table`),
+        on partition keys only: optimize rewrites whole partitions.
+    min_files
+        Least number of small files a partition needs to be compacted (default 2).
+        Without ``sort_by``, a file is never rewritten alone.
+    row_group_size
+        Rows per row group of the new files (default 65,536: small enough for
+        row-group skipping).
+    dry_run
+        Plan only: return what would be rewritten, write nothing.
+    $txn
+    progress
+        Show a progress bar over the rewritten partitions (on a terminal).
+
+    Returns
+    -------
+    OptimizeResult
+        Files and bytes removed and added, the partitions optimized and those skipped
+        (with the reason), the new version.
+
+    Raises
+    ------
+    DatasetNotFoundError
+        The dataset does not exist.
+    InvalidInputError
+        An invalid option (``sort_by`` on a partition key or a missing column, a
+        predicate on a non-partition column, ...).
+    CommitConflictError
+        A concurrent commit removed or replaced a file this run rewrote (nothing of
+        this run remains; run it again).
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> store = "memory://optimize-example"
+    >>> for day in range(3):
+    ...     df = pd.DataFrame({"country": ["DE", "FR"], "day": [day, day], "units": [1, 2]})
+    ...     _ = kf.update_dataset_from_dataframes([df], store=store, dataset_uuid="sales",
+    ...                                           partition_on=["country"])
+    >>> len(kf.read_dataset_metadata("sales", store).partitions)
+    6
+    >>> result = kf.optimize_dataset("sales", store, sort_by=["day"])
+    >>> result.files_removed, result.files_added
+    (6, 2)
+    >>> kf.optimize_dataset("sales", store, sort_by=["day"]).files_removed  # incremental
+    0
+    """
+    st, plan, base, commit = _prepared(dataset_uuid, store, locals())
+    units = track(plan.units, f"optimizing {plan.uuid}", enabled=progress, unit="parts")
+    return run_optimize(st, plan, base, commit=commit, units=units, dry_run=dry_run)
+
+
+def optimize_dataset_as_delayed(
+    dataset_uuid: str | None = None, store: StoreInput | None = None, **options: Any
+) -> Any:
+    """:func:`optimize_dataset` as a dask graph: one task per rewritten unit, one commit.
+
+    The dataset is loaded and planned now; computing the result rewrites each unit in
+    its own task (on any scheduler: threads, processes, a ``distributed`` cluster) and
+    commits once in a final task. If a task fails, the files the others wrote are
+    deleted and nothing is committed.
+
+    Parameters
+    ----------
+    dataset_uuid, store
+        The dataset (the store is pickled into the graph).
+    **options
+        The keywords of :func:`optimize_dataset` (``progress`` excepted).
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to an :class:`OptimizeResult`.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> store = "memory://optimize-delayed-example"
+    >>> for day in range(2):
+    ...     df = pd.DataFrame({"country": ["DE", "FR"], "units": [day, day]})
+    ...     _ = kf.update_dataset_from_dataframes([df], store=store, dataset_uuid="sales",
+    ...                                           partition_on=["country"])
+    >>> kf.optimize_dataset_as_delayed("sales", store).compute().files_added
+    2
+    """
+    from dask.delayed import delayed
+
+    from kartoframe.execution.graph_delayed import optimize_graph
+
+    args = _all_options(options, delayed=True)
+    st, plan, base, commit = _prepared(dataset_uuid, store, args)
+    if args["dry_run"] or not plan.units:
+        return delayed(OptimizeResult.planned)(plan, dry_run=args["dry_run"])
+    return optimize_graph(st, plan, base, commit)
+
+
+def _all_options(options: Mapping[str, Any], *, delayed: bool = False) -> dict[str, Any]:
+    """The keywords of :func:`optimize_dataset` with their defaults, unknown ones refused."""
+    defaults = {
+        "target_file_size": DEFAULT_TARGET_FILE_SIZE,
+        "sort_by": None,
+        "sort_method": "linear",
+        "predicates": None,
+        "min_files": 2,
+        "row_group_size": DEFAULT_ROW_GROUP_SIZE,
+        "dry_run": False,
+        "app_id": None,
+        "app_version": None,
+        "commit_info": None,
+    }
+    if not delayed:
+        defaults["progress"] = False
+    unknown = sorted(set(options) - set(defaults))
+    if unknown:
+        raise InvalidTypeError(f"Unexpected keyword arguments: {unknown}.")
+    return {**defaults, **options}
+
+
+def optimize_cube(
+    cube: Cube,
+    store: StoreInput,
+    *,
+    datasets: str | Sequence[str] | None = None,
+    sort_by: str | Sequence[str] | None = None,
+    **options: Any,
+) -> dict[str, OptimizeResult]:
+    """Optimize every dataset of a cube (or ``datasets``), the seed first.
+
+    Each dataset is compacted as by :func:`optimize_dataset`, in its own commit, and by
+    default sorted by the cube's dimension columns it holds, in the cube's order (the
+    order cube queries and statistics profit from). The datasets keep their partition
+    keys, indices and schema, so kartothek and plateau still query the cube.
+
+    Parameters
+    ----------
+    cube
+        The cube.
+    store
+        Store URL, :class:`kartoframe.Store` or factory.
+    datasets
+        Dataset ids to optimize (default: every dataset of the cube).
+    sort_by
+        Columns to sort by in every dataset that holds them (default: the dimension
+        columns; ``[]``: compact only).
+    **options
+        The other keywords of :func:`optimize_dataset` (``predicates`` on the cube's
+        partition columns, ``target_file_size``, ``dry_run``, ...).
+
+    Returns
+    -------
+    dict
+        Dataset id -> :class:`OptimizeResult`, the seed first.
+
+    Examples
+    --------
+    >>> import pandas as pd, kartoframe as kf
+    >>> cube = kf.Cube(dimension_columns=["city", "day"], partition_columns=["country"],
+    ...                uuid_prefix="weather")
+    >>> store = "memory://optimize-cube-example"
+    >>> df = pd.DataFrame({"country": ["DE", "DE"], "city": ["Berlin", "Bonn"],
+    ...                    "day": [2, 1], "temp": [3.0, 4.0]})
+    >>> _ = kf.build_cube(data=df, cube=cube, store=store)
+    >>> _ = kf.append_to_cube(data=df.assign(day=[3, 4]), cube=cube, store=store)
+    >>> {k: r.files_added for k, r in kf.optimize_cube(cube, store).items()}
+    {'seed': 1}
+    """
+    if not isinstance(cube, Cube):
+        raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
+    st = ensure_store(store)
+    loaded = load_cube_datasets(st, cube.uuid_prefix, datasets)
+    if isinstance(sort_by, str):
+        sort_by = [sort_by]
+    wanted = list(cube.dimension_columns if sort_by is None else sort_by)
+    ids = sorted(loaded, key=lambda i: (i != cube.seed_dataset, i))
+    results: dict[str, OptimizeResult] = {}
+    for ds_id in ids:
+        names = loaded[ds_id].schema.names
+        keys = loaded[ds_id].metadata.partition_keys
+        cols = [c for c in wanted if c in names and c not in keys]
+        results[ds_id] = optimize_dataset(
+            cube.ktk_dataset_uuid(ds_id), st, sort_by=cols or None, **options
+        )
+    return results

@@ -1,0 +1,242 @@
+"""Running ``optimize``: load and plan once, rewrite units with the shared kernels, commit once.
+
+:func:`load_optimize` loads the dataset, binds the partition predicates, finds the file
+sizes (statistics, else the store) and plans (:func:`kartoframe.plan.optimize.plan_optimize`).
+:func:`rewrite_unit` is the per-unit work every engine runs (eager in a loop, dask one task
+per unit, Spark one executor task per unit): it reads the unit's files with the read kernel's
+scan, sorts them (:mod:`kartoframe.format.clustering`) and writes them with the chunk kernel
+(statistics, bloom filters and index values included). :func:`commit_optimize` publishes one
+commit that removes exactly the files read and adds the new ones; it conflicts only with a
+concurrent commit that removed or replaced one of those files (concurrent appends land).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kartoframe.execution.chunks import ParquetSerializer, delete_files, write_chunk
+from kartoframe.execution.read_plan import plan_loaded_read
+from kartoframe.execution.write import already_recorded, commit_write
+from kartoframe.format.clustering import sort_table
+from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
+from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.header import kartoframe_section
+from kartoframe.format.header_stamp import header_log
+from kartoframe.format.optimized import optimized_labels
+from kartoframe.plan.optimize import (
+    OptimizePlan,
+    OptimizeResult,
+    RewriteUnit,
+    check_partition_predicate,
+    optimize_options,
+    plan_optimize,
+)
+from kartoframe.plan.query import bound
+from kartoframe.plan.write import ChunkResult
+from kartoframe.storage.csv_files import read_data_files
+from kartoframe.storage.footer_stats import data_file_sizes
+from kartoframe.storage.resolve import bloom_columns_of, load_dataset
+from kartoframe.storage.side_files import base_statistics
+from kartoframe.storage.store import Store
+
+__all__ = [
+    "commit_optimize",
+    "load_optimize",
+    "optimize_result",
+    "rewrite_unit",
+    "run_optimize",
+]
+
+
+def _sizes(store: Store, loaded: LoadedDataset, labels: Iterable[str]) -> dict[str, int]:
+    """Data file sizes by label: from the statistics where they describe the current
+    file, asked of the store for the others.
+    """
+    parts = loaded.metadata.partitions
+    wanted = set(labels)
+    sizes: dict[str, int] = {}
+    stats = base_statistics(store, loaded) if wanted else None
+    if stats is not None and "bytes" in stats.column_names:
+        cols = stats.select(["label", "key", "bytes"]).to_pydict()
+        for label, key, size in zip(cols["label"], cols["key"], cols["bytes"], strict=True):
+            if label in wanted and size is not None and parts.get(label) == key:
+                sizes[label] = size
+    missing = [lb for lb in wanted if lb not in sizes]
+    asked = data_file_sizes(store, [parts[lb] for lb in missing])
+    sizes.update({lb: asked[parts[lb]] for lb in missing})
+    return sizes
+
+
+def load_optimize(
+    store: Store, dataset_uuid: str, *, predicates: object = None, **options: Any
+) -> tuple[OptimizePlan, LoadedDataset]:
+    """Load the current version of a dataset and plan an ``optimize`` of it.
+
+    ``options`` are the keywords of :func:`kartoframe.plan.optimize.optimize_options`.
+    """
+    loaded = load_dataset(store, dataset_uuid)
+    md = loaded.metadata
+    opts = optimize_options(loaded.schema, md.partition_keys, **options)
+    predicate = bound(predicates, loaded.schema)
+    check_partition_predicate(predicate, md.partition_keys)
+    scan, _, loaded = plan_loaded_read(
+        store, loaded, predicates=predicate, dask=False, consistent_integers=False
+    )
+    files = [f for t in scan.tasks for f in t.files]
+    stamp = header_log(md)
+    plan = plan_optimize(
+        uuid=md.uuid,
+        table_name=md.table_name,
+        schema=loaded.schema,
+        partition_keys=md.partition_keys,
+        index_columns=sorted(set(md.indices) | set(md.embedded_indices)),
+        bloom_filter_columns=bloom_columns_of(loaded),
+        files=files,
+        sizes=_sizes(store, loaded, (f.label for f in files)),
+        recorded=optimized_labels(kartoframe_section(md)),
+        options=opts,
+        version=stamp.version if stamp is not None else None,
+    )
+    return plan, loaded
+
+
+def rewrite_unit(store: Store, plan: OptimizePlan, unit: RewriteUnit) -> ChunkResult:
+    """Read a unit's files, sort them, write them as ``unit.output_files`` new files.
+
+    The new files hold the same rows (in the plan's order) with the dataset schema; a
+    failure removes the files this call wrote.
+    """
+    pk = plan.partition_keys
+    table = read_data_files(
+        store,
+        [f.key for f in unit.files],
+        plan.schema,
+        partition_values=[tuple(zip(pk, f.partition_values, strict=True)) for f in unit.files],
+    )
+    opts = plan.options
+    table = sort_table(table, opts.sort_by, opts.sort_method)
+    step = -(-table.num_rows // unit.output_files) if table.num_rows else 0
+    serializer = ParquetSerializer(chunk_size=opts.row_group_size)
+    results: list[ChunkResult] = []
+    try:
+        for i in range(unit.output_files if step else 0):
+            results.append(
+                write_chunk(
+                    store,
+                    plan.uuid,
+                    table.slice(i * step, step),
+                    table_name=plan.table_name,
+                    partition_on=pk,
+                    index_columns=plan.index_columns,
+                    serializer=serializer,
+                    origin=f"optimize of {unit.partition or 'the dataset'}",
+                    bloom_filter_columns=plan.bloom_filter_columns,
+                )
+            )
+    except BaseException:
+        delete_files(store, (p.key for c in results for p in c.partitions))
+        raise
+    parts = tuple(p for c in results for p in c.partitions)
+    return ChunkResult(parts, table.schema, f"optimize of {unit.partition or 'the dataset'}")
+
+
+def _only_removed_files(_: LoadedDataset) -> set[str]:
+    """The delete scope of an optimize: nothing beyond the files it read (so concurrent
+    appends, even in the same partition, are not a conflict).
+    """
+    return set()
+
+
+def commit_optimize(
+    store: Store,
+    plan: OptimizePlan,
+    base: LoadedDataset,
+    chunks: Sequence[ChunkResult],
+    commit: CommitOptions = NO_COMMIT_OPTIONS,
+) -> OptimizeResult:
+    """Publish one commit: remove the plan's files, add the chunks' files.
+
+    Raises
+    ------
+    CommitConflictError
+        A concurrent commit removed or replaced a file the plan rewrote (the new files
+        are deleted; the dataset stays as that commit left it).
+    """
+    opts = plan.options
+    header = commit_write(
+        store,
+        plan.uuid,
+        chunks,
+        base=base,
+        remove_labels=plan.labels,
+        storage_format=base.metadata.storage_format,
+        table_name=plan.table_name,
+        commit=commit,
+        operation="OPTIMIZE",
+        operation_parameters={
+            "target_file_size": opts.target_file_size,
+            "sort_by": list(opts.sort_by),
+            "sort_method": opts.sort_method,
+            "min_files": opts.min_files,
+            "partitions_optimized": len({u.partition for u in plan.units}),
+            "partitions_skipped": len(plan.skipped),
+        },
+        remove_scope=_only_removed_files,
+        optimized={p.label: opts.order for c in chunks for p in c.partitions},
+    )
+    return optimize_result(plan, chunks, header_version(header))
+
+
+def header_version(header: Any) -> int | None:
+    """The log version a committed header records (None: no transaction log)."""
+    stamp = header_log(header)
+    return stamp.version if stamp is not None else None
+
+
+def optimize_result(
+    plan: OptimizePlan, chunks: Sequence[ChunkResult], version: int | None
+) -> OptimizeResult:
+    """The result of an executed plan (``chunks``: what its units wrote)."""
+    done = OptimizeResult.planned(plan, dry_run=False)
+    added = [p for c in chunks for p in c.partitions]
+    return OptimizeResult(
+        done.dataset_uuid,
+        version,
+        done.files_removed,
+        len(added),
+        done.bytes_removed,
+        sum(p.size for p in added),
+        done.partitions_optimized,
+        done.partitions_skipped,
+        False,
+    )
+
+
+def run_optimize(
+    store: Store,
+    plan: OptimizePlan,
+    base: LoadedDataset,
+    *,
+    commit: CommitOptions = NO_COMMIT_OPTIONS,
+    units: Iterable[RewriteUnit] | None = None,
+    dry_run: bool = False,
+) -> OptimizeResult:
+    """The eager engine: rewrite every unit in turn, then commit once.
+
+    ``units`` iterates over ``plan.units`` (a progress bar's wrapper, say). A failure
+    removes every file written; nothing is committed.
+    """
+    if dry_run or not plan.units:
+        return OptimizeResult.planned(plan, dry_run=dry_run)
+    if already_recorded(store, plan.uuid, commit):  # a retried step: nothing to do
+        return OptimizeResult.planned(dataclasses.replace(plan, units=()), dry_run=False)
+    chunks: list[ChunkResult] = []
+    try:
+        for unit in units if units is not None else plan.units:
+            chunks.append(rewrite_unit(store, plan, unit))
+    except BaseException:
+        delete_files(store, (p.key for c in chunks for p in c.partitions))
+        raise
+    return commit_optimize(store, plan, base, chunks, commit)
