@@ -16,6 +16,7 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from kartoframe.errors import InvalidInputError
 from kartoframe.execution.chunks import ParquetSerializer, delete_files, write_chunk
 from kartoframe.execution.read_plan import plan_loaded_read
 from kartoframe.execution.write import already_recorded, commit_write
@@ -95,6 +96,7 @@ def load_optimize(
         bloom_filter_columns=bloom_columns_of(loaded),
         files=files,
         sizes=_sizes(store, loaded, (f.label for f in files)),
+        positions={lb: i for i, lb in enumerate(md.partitions)},
         recorded=optimized_labels(kartoframe_section(md)),
         options=opts,
         version=stamp.version if stamp is not None else None,
@@ -158,13 +160,25 @@ def commit_optimize(
 ) -> OptimizeResult:
     """Publish one commit: remove the plan's files, add the chunks' files.
 
+    ``chunks[i]`` is what :func:`rewrite_unit` wrote for ``plan.units[i]``; its files take
+    the place of the unit's last file in the header's (commit) order.
+
     Raises
     ------
     CommitConflictError
         A concurrent commit removed or replaced a file the plan rewrote (the new files
         are deleted; the dataset stays as that commit left it).
     """
+    if len(chunks) != len(plan.units):
+        raise InvalidInputError(
+            f"commit_optimize needs one chunk per unit: {len(chunks)} for {len(plan.units)}."
+        )
     opts = plan.options
+    placed = {
+        p.label: unit.files[-1].label
+        for unit, chunk in zip(plan.units, chunks, strict=True)
+        for p in chunk.partitions
+    }
     header = commit_write(
         store,
         plan.uuid,
@@ -185,6 +199,7 @@ def commit_optimize(
         },
         remove_scope=_only_removed_files,
         optimized={p.label: opts.order for c in chunks for p in c.partitions},
+        placed=placed,
     )
     return optimize_result(plan, chunks, header_version(header))
 

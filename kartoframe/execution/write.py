@@ -96,6 +96,7 @@ def commit_write(
     remove_scope: Callable[[LoadedDataset], set[str]] | None = None,
     create_or_update: bool = False,
     optimized: Mapping[str, Sequence[str]] | None = None,
+    placed: Mapping[str, str] | None = None,
 ) -> DatasetHeader:
     """Validate all chunks against each other and the base, merge indices, publish.
 
@@ -149,6 +150,9 @@ def commit_write(
     optimized
         Labels of the written files that ``optimize`` produced, with their sort order
         (recorded in the header, :mod:`kartoframe.format.optimized`).
+    placed
+        Added label -> removed label whose place in the header's (commit) order it
+        takes (:class:`~kartoframe.format.fold.PlacePartitions`); others go to the end.
 
     Raises
     ------
@@ -206,6 +210,7 @@ def commit_write(
             tuple(bloom_filter_columns) if bloom_filter_columns is not None else None
         ),
         optimized={lb: tuple(o) for lb, o in optimized.items()} if optimized else None,
+        placed=dict(placed) if placed else None,
     )
 
     def _build(b: LoadedDataset | None) -> Built:

@@ -3,7 +3,7 @@
 A commit describes what it changes as a sequence of values — :class:`CreateDataset`
 (no base: a new or overwritten dataset), :class:`AddPartitions`, :class:`RemovePartitions`,
 :class:`SetIndices`, :class:`SetSchema`, :class:`SetMetadata`, :class:`SetStatistics`,
-:class:`RecordOptimized` — and
+:class:`RecordOptimized`, :class:`PlacePartitions` — and
 :func:`fold` applies them to the base dataset. Side files (index files, statistics files,
 ``_common_metadata``) are read and written by the storage layer before and after; the fold
 only sees their keys. The clock is an argument (``now``), so the fold is a function of its
@@ -32,6 +32,7 @@ __all__ = [
     "AddPartitions",
     "Change",
     "CreateDataset",
+    "PlacePartitions",
     "RecordOptimized",
     "RemovePartitions",
     "SetExplicitPartitions",
@@ -111,6 +112,19 @@ class RecordOptimized:
     labels: Mapping[str, tuple[str, ...]]
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PlacePartitions:
+    """Put added partitions where a removed one was in the header's order.
+
+    ``anchors`` maps an added label to a label of the base; the added partitions take the
+    anchor's place (in the order given), instead of going to the end. The header's order
+    is the commit order readers rely on (a cube's keep-last overlay of appends): files
+    that replace others (``optimize``) keep the place of the files they replace.
+    """
+
+    anchors: Mapping[str, str]
+
+
 Change = (
     CreateDataset
     | SetExplicitPartitions
@@ -121,6 +135,7 @@ Change = (
     | SetMetadata
     | SetStatistics
     | RecordOptimized
+    | PlacePartitions
 )
 
 
@@ -152,6 +167,7 @@ def fold(base: LoadedDataset | None, changes: Iterable[Change], *, now: str) -> 
     indices: Mapping[str, str] = dict(bmd.indices) if bmd is not None else {}
     removed: set[str] = set()
     optimized: Mapping[str, tuple[str, ...]] = {}
+    anchors: Mapping[str, str] = {}
     for change in changes:
         if isinstance(change, CreateDataset):
             header = DatasetHeader(
@@ -189,13 +205,38 @@ def fold(base: LoadedDataset | None, changes: Iterable[Change], *, now: str) -> 
                 section["statistics"] = change.ref.to_dict()
         elif isinstance(change, RecordOptimized):
             optimized = change.labels
+        elif isinstance(change, PlacePartitions):
+            anchors = change.anchors
     if header is None or not schema_set:
         raise InvalidInputError("A header fold needs a base (or CreateDataset) and a schema.")
     with_optimized(section, removed, optimized)
+    if anchors and bmd is not None:
+        partitions = _placed(bmd.partitions, partitions, anchors)
     header = header.replace(
         partitions=partitions, indices=indices, metadata=user_meta, explicit_partitions=explicit
     )
     return with_kartoframe_section(header, section)
+
+
+def _placed(
+    base: Mapping[str, str], partitions: dict[str, str], anchors: Mapping[str, str]
+) -> dict[str, str]:
+    """``partitions`` reordered: each anchored label at its anchor's place in ``base``."""
+    at: dict[str, list[str]] = {}
+    for label, anchor in anchors.items():
+        if label in partitions and anchor in base:
+            at.setdefault(anchor, []).append(label)
+    placed = {lb for labels in at.values() for lb in labels}
+    out: dict[str, str] = {}
+    for label in base:
+        for new in at.get(label, ()):
+            out[new] = partitions[new]
+        if label in partitions and label not in placed:
+            out[label] = partitions[label]
+    for label, key in partitions.items():
+        if label not in out:
+            out[label] = key
+    return out
 
 
 def _schema_record(

@@ -21,6 +21,7 @@ from kartoframe.format.fold import (
     AddPartitions,
     Change,
     CreateDataset,
+    PlacePartitions,
     RecordOptimized,
     RemovePartitions,
     SetExplicitPartitions,
@@ -89,6 +90,8 @@ class CommitShape:
     bloom_filter_columns: tuple[str, ...] | None = None
     #: files written by ``optimize`` and their sort order (recorded in the header)
     optimized: Mapping[str, tuple[str, ...]] | None = None
+    #: added label -> removed label whose place in the header's order it takes
+    placed: Mapping[str, str] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
@@ -343,4 +346,6 @@ def header_changes(
         changes.append(SetStatistics(statistics))
     if shape.optimized:
         changes.append(RecordOptimized(shape.optimized))
+    if shape.placed:
+        changes.append(PlacePartitions(shape.placed))
     return changes

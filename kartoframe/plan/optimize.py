@@ -10,12 +10,18 @@ The rules, per partition:
 
 - A file is a *candidate* if it is smaller than ``target_file_size``, or, with
   ``sort_by``, if it is not recorded as written by ``optimize`` in the same order.
-- Without ``sort_by``, candidates are packed in label order into bins of at most
+- Files are taken in commit order (the header's order), and a unit only ever holds
+  files that are consecutive in that order: its rows are concatenated in that order,
+  sorted stably, and the new files take the place of the last file they replace. So a
+  reader that lets later commits win for equal keys (the keep-last overlay of a cube's
+  appends) sees the same winners after an optimize, also when appends land meanwhile.
+- Without ``sort_by``, consecutive candidates are packed into bins of at most
   ``target_file_size`` bytes; each bin of two or more files is rewritten as one file. A
   partition with fewer than ``min_files`` candidates is skipped.
-- With ``sort_by``, all candidates of the partition form one unit (sorted together) and
-  are written as ``ceil(bytes / target_file_size)`` files. The partition is skipped if it
-  has fewer than ``min_files`` candidates and every candidate is already in that order.
+- With ``sort_by``, the files from the partition's first to its last candidate form one
+  unit (sorted together) written as ``ceil(bytes / target_file_size)`` files. The
+  partition is skipped if it has fewer than ``min_files`` candidates and every
+  candidate is already in that order.
 
 Sizes are the data files' sizes in bytes (from the statistics, or the store).
 """
@@ -161,7 +167,10 @@ def directory_of(label: str) -> str:
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class RewriteUnit:
-    """Files of one partition read together and written as ``output_files`` new files."""
+    """Files of one partition read together and written as ``output_files`` new files.
+
+    ``files`` are consecutive in commit order; the new files take the place of the last.
+    """
 
     partition: str
     files: tuple[FilePart, ...]
@@ -218,14 +227,16 @@ def plan_optimize(
     bloom_filter_columns: Sequence[str],
     files: Sequence[FilePart],
     sizes: Mapping[str, int],
+    positions: Mapping[str, int],
     recorded: Mapping[str, tuple[str, ...]],
     options: OptimizeOptions,
     version: int | None = None,
 ) -> OptimizePlan:
     """Plan which of ``files`` (the selected files) are rewritten (see the module rules).
 
-    ``sizes`` maps every label of ``files`` to its data file's size in bytes;
-    ``recorded`` is the header's record of files written by earlier runs.
+    ``sizes`` maps every label of ``files`` to its data file's size in bytes,
+    ``positions`` to its place in the header's (commit) order; ``recorded`` is the
+    header's record of files written by earlier runs.
     """
     by_partition: dict[str, list[FilePart]] = {}
     for f in files:
@@ -235,28 +246,30 @@ def plan_optimize(
     units: list[RewriteUnit] = []
     skipped: list[SkippedPartition] = []
     for partition in sorted(by_partition):
-        group = sorted(by_partition[partition], key=lambda f: f.label)
+        group = sorted(by_partition[partition], key=lambda f: positions[f.label])
         unordered = {f.label for f in group if order and recorded.get(f.label) != order}
-        candidates = [f for f in group if sizes[f.label] < target or f.label in unordered]
-        if not candidates:
+        small = [sizes[f.label] < target or f.label in unordered for f in group]
+        picked = [i for i, is_small in enumerate(small) if is_small]
+        if not picked:
             skipped.append(SkippedPartition(partition, len(group), "no file below the target"))
             continue
         if order:
-            if len(candidates) < options.min_files and not unordered:
+            if len(picked) < options.min_files and not unordered:
                 skipped.append(SkippedPartition(partition, len(group), "already optimized"))
                 continue
-            total = sum(sizes[f.label] for f in candidates)
+            run = group[picked[0] : picked[-1] + 1]  # contiguous in commit order
+            total = sum(sizes[f.label] for f in run)
             units.append(
-                RewriteUnit(partition, tuple(candidates), total, max(1, math.ceil(total / target)))
+                RewriteUnit(partition, tuple(run), total, max(1, math.ceil(total / target)))
             )
             continue
-        if len(candidates) < options.min_files:
+        if len(picked) < options.min_files:
             reason = f"fewer than min_files={options.min_files} files below the target"
             skipped.append(SkippedPartition(partition, len(group), reason))
             continue
-        bins = _pack(candidates, sizes, target)
+        bins = _pack(group, small, sizes, target)
         if not bins:
-            reason = "no two files below the target fit into one file"
+            reason = "no two consecutive files below the target fit into one file"
             skipped.append(SkippedPartition(partition, len(group), reason))
         for b in bins:
             units.append(RewriteUnit(partition, tuple(b), sum(sizes[f.label] for f in b), 1))
@@ -275,17 +288,21 @@ def plan_optimize(
 
 
 def _pack(
-    candidates: Sequence[FilePart], sizes: Mapping[str, int], target: int
+    group: Sequence[FilePart], small: Sequence[bool], sizes: Mapping[str, int], target: int
 ) -> list[list[FilePart]]:
-    """Greedy bins of at most ``target`` bytes, in order; bins of one file are dropped."""
+    """Greedy bins of consecutive small files of at most ``target`` bytes, in commit order
+    (a file that is not small ends a bin); bins of one file are dropped.
+    """
     bins: list[list[FilePart]] = []
     current: list[FilePart] = []
     used = 0
-    for f in candidates:
+    for f, is_small in zip(group, small, strict=True):
         size = sizes[f.label]
-        if current and used + size > target:
+        if current and (not is_small or used + size > target):
             bins.append(current)
             current, used = [], 0
+        if not is_small:
+            continue
         current.append(f)
         used += size
     if current:

@@ -53,6 +53,7 @@ def _plan(spec, options=None, recorded=None):
         bloom_filter_columns=(),
         files=files,
         sizes=sizes,
+        positions={f.label: i for i, f in enumerate(files)},
         recorded=recorded or {},
         options=options or OptimizeOptions(target_file_size=10 * MB),
     )
@@ -260,3 +261,56 @@ def test_zorder_clusters_both_columns_better_than_a_linear_sort() -> None:
     zorder = groups_hit(sort_table(table, ["x", "y"], "zorder"))
     assert linear == 16  # sorted by x first, every group spans all y
     assert zorder <= 8
+
+
+def test_units_hold_consecutive_files_in_commit_order() -> None:
+    """A large file between small ones ends a bin; a sorted unit spans it."""
+    plan = _plan({"p=1": [1, 30, 1, 1]})
+    assert [[f.label for f in u.files] for u in plan.units] == [["p=1/f002", "p=1/f003"]]
+    opts = OptimizeOptions(target_file_size=10 * MB, sort_by=("k",))
+    recorded = {"p=1/f001": opts.order}
+    sorted_plan = _plan({"p=1": [1, 30, 1, 1]}, opts, recorded)
+    assert [len(u.files) for u in sorted_plan.units] == [4]
+
+
+def test_commit_order_not_label_order_decides() -> None:
+    files, sizes = _files({"p=1": [1, 1, 1]})
+    positions = {"p=1/f002": 0, "p=1/f000": 1, "p=1/f001": 2}
+    plan = plan_optimize(
+        uuid="ds",
+        table_name="table",
+        schema=SCHEMA,
+        partition_keys=("p",),
+        index_columns=(),
+        bloom_filter_columns=(),
+        files=files,
+        sizes=sizes,
+        positions=positions,
+        recorded={},
+        options=OptimizeOptions(target_file_size=10 * MB),
+    )
+    assert [f.label for f in plan.units[0].files] == ["p=1/f002", "p=1/f000", "p=1/f001"]
+
+
+def test_placed_partitions_take_the_place_of_their_anchor() -> None:
+    from kartoframe.format.fold import AddPartitions, PlacePartitions, RemovePartitions
+
+    parts = {lb: f"ds/table/{lb}.parquet" for lb in ["p=1/a", "p=2/b", "p=1/c", "p=1/d"]}
+    base = LoadedDataset(
+        DatasetHeader(
+            uuid="ds", partitions=parts, table_name="table", partition_keys=("p",), extra={}
+        ),
+        SCHEMA,
+    )
+    header = fold(
+        base,
+        [
+            RemovePartitions(frozenset({"p=1/a", "p=1/c"})),
+            AddPartitions({"p=1/n1": "k1", "p=1/n2": "k2", "p=3/e": "k3"}),
+            SetSchema(SCHEMA),
+            PlacePartitions({"p=1/n1": "p=1/c", "p=1/n2": "p=1/c"}),
+        ],
+        now="2026-01-01T00:00:00+00:00",
+    )
+    # n1, n2 replace a and c at c's place: before d (committed later), after b
+    assert list(header.partitions) == ["p=2/b", "p=1/n1", "p=1/n2", "p=1/d", "p=3/e"]

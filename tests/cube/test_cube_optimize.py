@@ -1,0 +1,150 @@
+"""``optimize_cube``: every dataset compacted and sorted by the dimension columns, query
+results unchanged (the keep-last overlay of appends included, also with an append racing
+the optimize), and kartothek 5.3 still queries the optimized cube."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import kartoframe as kf
+from kartoframe.execution.optimize import commit_optimize, load_optimize, rewrite_unit
+from kartoframe.storage.store_arg import ensure_store
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+KTK_PYTHON = (
+    pathlib.Path(os.environ.get("KARTOTHEK53_VENV", ROOT / ".venv-kartothek53")) / "bin" / "python"
+)
+QUERY_SCRIPT = ROOT / "tests" / "golden" / "kartothek53_query.py"
+CUBE = kf.Cube(["city", "day"], ["country"], "weather", index_columns=["station"])
+APPENDS = 6
+
+
+def _seed(rows: int = 40, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "country": rng.choice(["DE", "FR"], rows),
+            "city": rng.choice(["a", "b", "c", "d"], rows),
+            "day": rng.integers(0, 10, rows),
+            "temp": rng.normal(size=rows).round(3),
+            "station": rng.integers(0, 5, rows),
+        }
+    ).drop_duplicates(["country", "city", "day"])
+
+
+def _cube(store: kf.Store) -> None:
+    """A seed and an enrich dataset, then appends that correct earlier cells (overlay)."""
+    seed = _seed()
+    enrich = seed[["country", "city", "day"]].assign(rain=np.arange(len(seed)) * 0.5)
+    kf.build_cube({"seed": seed, "enrich": enrich}, CUBE, store)
+    for i in range(1, APPENDS + 1):
+        fix = _seed(rows=12, seed=i).assign(temp=float(100 * i))
+        kf.append_to_cube({"seed": fix}, CUBE, store)
+
+
+def _query(store: kf.Store) -> pd.DataFrame:
+    (df,) = kf.query_cube(CUBE, store)
+    return df.reset_index(drop=True)
+
+
+def _files(store: kf.Store, ds_id: str) -> dict[str, str]:
+    return dict(kf.read_dataset_metadata(CUBE.ktk_dataset_uuid(ds_id), store).partitions)
+
+
+def test_optimize_cube_sorts_by_dimensions_and_keeps_every_answer(file_store) -> None:
+    _cube(file_store)
+    before = _query(file_store)
+    assert (before["temp"] >= 100).any()  # the overlay of appends is visible
+    n_seed = len(_files(file_store, "seed"))
+
+    results = kf.optimize_cube(CUBE, file_store)
+
+    assert list(results) == ["seed", "enrich"]  # the seed first
+    assert results["seed"].files_removed == n_seed
+    assert results["seed"].files_added == 2  # one per country
+    assert results["enrich"].files_removed == 2  # one per partition, rewritten sorted
+    pd.testing.assert_frame_equal(_query(file_store), before)
+    for key in _files(file_store, "seed").values():
+        table = pq.read_table(file_store.open_input(key))
+        cells = list(zip(table["city"].to_pylist(), table["day"].to_pylist(), strict=True))
+        assert cells == sorted(cells)
+    assert kf.check_cube(CUBE, file_store).ok
+    again = kf.optimize_cube(CUBE, file_store)
+    assert all(r.files_removed == 0 for r in again.values())
+    # selected by the partition column, and a dry run
+    dry = kf.optimize_cube(CUBE, file_store, sort_by=[], dry_run=True)
+    assert all(r.dry_run for r in dry.values())
+
+
+def test_an_append_racing_the_optimize_still_wins_the_overlay(file_store) -> None:
+    """The append commits after the optimize read the seed's files: its corrections were
+    committed later, so they must still win over the rows the optimize rewrote."""
+    _cube(file_store)
+    st = ensure_store(file_store)
+    uuid = CUBE.ktk_dataset_uuid("seed")
+    plan, base = load_optimize(st, uuid, sort_by=["city", "day"])
+    chunks = [rewrite_unit(st, plan, u) for u in plan.units]
+    late = _seed(rows=30, seed=99).assign(temp=-1.0)
+    kf.append_to_cube({"seed": late}, CUBE, file_store)
+    expected = _query(file_store)
+    assert (expected["temp"] == -1.0).sum() == len(late)
+
+    commit_optimize(st, plan, base, chunks)
+
+    pd.testing.assert_frame_equal(_query(file_store), expected)
+
+
+def test_kartothek_queries_an_optimized_cube(file_store, tmp_path) -> None:
+    if not KTK_PYTHON.exists():
+        pytest.skip(f"kartothek 5.3 venv not found at {KTK_PYTHON}")
+    _cube(file_store)
+    kf.optimize_cube(CUBE, file_store)
+    spec = {
+        "uuid_prefix": CUBE.uuid_prefix,
+        "dimension_columns": list(CUBE.dimension_columns),
+        "partition_columns": list(CUBE.partition_columns),
+        "index_columns": list(CUBE.index_columns),
+    }
+    queries = [
+        {"id": "all", "cube": spec, "conditions": None},
+        {"id": "station", "cube": spec, "conditions": [["station", "==", 3]]},
+        {"id": "hot", "cube": spec, "conditions": [["temp", ">", 50.0]]},
+    ]
+    qfile = tmp_path / "queries.json"
+    qfile.write_text(json.dumps(queries))
+    out = tmp_path / "out"
+    path = file_store.url.removeprefix("file://")
+    args = ["--store", path, "--queries", str(qfile), "--out", str(out), "--strict"]
+    proc = subprocess.run(
+        [str(KTK_PYTHON), str(QUERY_SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    conditions = {
+        "all": None,
+        "station": kf.C("station") == 3,
+        "hot": kf.C("temp") > 50.0,
+    }
+    for qid, cond in conditions.items():
+        ours = kf.query_cube(CUBE, file_store, conditions=cond)
+        (theirs_file,) = results[qid]["result_files"]
+        theirs = pd.read_parquet(out / theirs_file)
+        (frame,) = ours
+        assert len(frame) > 0
+        pd.testing.assert_frame_equal(
+            frame.reset_index(drop=True)[sorted(frame.columns)],
+            theirs[sorted(theirs.columns)],
+            check_dtype=False,
+        )
