@@ -33,6 +33,7 @@ from kartoframe.cli._maintain import (
     gc_command,
     index_command,
 )
+from kartoframe.cli._optimize import optimize_command
 from kartoframe.cli._query import query_command
 from kartoframe.cli._stats import stats_command
 
@@ -152,6 +153,7 @@ for _command in (
     check_command,
     query_command,
     index_command,
+    optimize_command,
     gc_command,
     vacuum_command,
     copy_command,
