@@ -69,6 +69,7 @@ API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
         ("kartoframe.api.write", "kartoframe.execution.chunks", "kartoframe.storage.csv_files"),
     ),
     ("Maintaining datasets", ("kartoframe.api.maintenance", "kartoframe.api.copy")),
+    ("Optimizing datasets and cubes", ("kartoframe.api.optimize", "kartoframe.plan.optimize")),
     (
         "Schema and statistics",
         (

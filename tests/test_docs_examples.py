@@ -65,6 +65,7 @@ MODULES = [
     "kartoframe.api.check",
     "kartoframe.api.history",
     "kartoframe.api.metadata",
+    "kartoframe.api.optimize",
     "kartoframe.api.read",
     "kartoframe.api.write",
     "kartoframe.storage.csv_files",
