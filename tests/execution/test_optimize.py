@@ -115,6 +115,11 @@ def test_index_statistics_and_blooms_describe_the_new_files(built) -> None:
     for _, row in stats.iterrows():
         part = expected[expected.p == int(row["label"].split("/")[0][2:])]
         assert (row["k.min"], row["k.max"]) == (part.k.min(), part.k.max())
+    from kartoframe.storage.resolve import load_dataset, load_statistics
+
+    table = load_statistics(store, load_dataset(store, UUID)).statistics
+    assert table is not None and sorted(table["label"].to_pylist()) == sorted(_files(store))
+    assert all(b["k"] for b in table["bloom"].to_pylist())  # bloom filters rebuilt
     header = kf.read_dataset_metadata(UUID, store)
     assert set(header.indices) == {"k"}
     report = kf.check_dataset(UUID, store)
