@@ -266,23 +266,23 @@ def optimize_command(
     if no_sort and (columns or zorder):
         raise BadInput("--no-sort cannot be combined with --sort-by or --zorder.")
     target = resolve(ctx.store(), name, kind, load=False)
-    if target.is_cube or where:  # the schemas: --where types, cube datasets
-        target = resolve(ctx.store(), name, target.kind)
-    options: dict[str, Any] = {
-        "target_file_size": target_size,
-        "sort_method": "zorder" if zorder else "linear",
-        "min_files": min_files,
-        "dry_run": dry_run,
-        "progress": ctx.progress,
-    }
-    types = target.column_types()
-    predicates = parse_predicates(where, types) if where else None
-    options["predicates"] = predicates
     if not target.is_cube:
         if datasets or no_sort:
             raise BadInput("--dataset and --no-sort only apply to cubes.")
         if zorder and not columns:
             raise BadInput("--zorder needs --sort-by: the 1-4 columns to interleave.")
+    if target.is_cube or where:  # the schemas: --where types, cube datasets
+        target = resolve(ctx.store(), name, target.kind)
+    predicates = parse_predicates(where, target.column_types()) if where else None
+    options: dict[str, Any] = {
+        "target_file_size": target_size,
+        "sort_method": "zorder" if zorder else "linear",
+        "min_files": min_files,
+        "predicates": predicates,
+        "dry_run": dry_run,
+        "progress": ctx.progress,
+    }
+    if not target.is_cube:
         with working(f"optimizing {name}"):
             result = kf.optimize_dataset(name, target.store, sort_by=columns, **options)
         if ctx.json:
