@@ -70,9 +70,19 @@ def _data_keys(store: kf.Store) -> set[str]:
     return {k for k in store.iter_keys(f"{UUID}/table/") if k.endswith(".parquet")}
 
 
-@pytest.fixture
-def built(store: kf.Store) -> tuple[kf.Store, pd.DataFrame]:
+@pytest.fixture(scope="module")
+def template(tmp_path_factory) -> tuple[kf.Store, pd.DataFrame]:
+    """The dataset built once per module (12 appends); tests get a copy of its files."""
+    store = kf.Store(f"file://{tmp_path_factory.mktemp('template')}/store")
     return store, _build(store)
+
+
+@pytest.fixture
+def built(store: kf.Store, template) -> tuple[kf.Store, pd.DataFrame]:
+    source, expected = template
+    for key in source.iter_keys(""):
+        store.put(key, source.get(key))
+    return store, expected
 
 
 def test_content_is_identical_and_each_partition_gets_one_sorted_file(built) -> None:
