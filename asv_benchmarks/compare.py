@@ -22,7 +22,8 @@ Only some scenarios or systems::
 
     .venv/bin/python asv_benchmarks/compare.py --only read,pruned --systems kartoframe,pyarrow
 
-Scenarios: ``write``, ``read``, ``pruned``, ``header`` (JSON and msgpack), ``dask``, ``graph``.
+Scenarios: ``write``, ``read``, ``pruned``, ``header`` (JSON and msgpack), ``dask``, ``graph``,
+``optimize`` (the small-files scenario of ``optimize_compare.py``: kartoframe and deltalake).
 A system whose function is missing (kartoframe while it is being written) is reported as
 skipped; its ratio lines are ``n.a.``.
 """
@@ -70,7 +71,7 @@ HYGIENE_ENV: dict[str, str] = {
 }
 _REEXEC_FLAG = "_KARTOFRAME_BENCH_REEXEC"
 
-SCENARIOS: tuple[str, ...] = ("write", "read", "pruned", "header", "dask", "graph")
+SCENARIOS: tuple[str, ...] = ("write", "read", "pruned", "header", "dask", "graph", "optimize")
 SYSTEM_NAMES: tuple[str, ...] = ("kartoframe", "plateau", "deltalake", "pyarrow")
 LABELS: dict[str, str] = {
     "kartoframe": "kartoframe",
@@ -485,6 +486,12 @@ class Harness:
                 ops,
                 labels,
             )
+
+    def scenario_optimize(self) -> None:
+        """Small-files compaction and clustering vs deltalake (see optimize_compare.py)."""
+        import optimize_compare
+
+        optimize_compare.run_in_compare(self)
 
     def scenario_graph(self) -> None:
         """Build the dask graph of a many-partition dataset (synthesised header)."""
