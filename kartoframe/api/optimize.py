@@ -18,6 +18,7 @@ from kartoframe.plan.optimize import (
     OptimizePlan,
     OptimizeResult,
 )
+from kartoframe.plan.predicates import predicate_columns
 from kartoframe.progress import track
 from kartoframe.storage.cube_members import load_cube_datasets
 from kartoframe.storage.store import Store
@@ -26,10 +27,12 @@ from kartoframe.storage.store_arg import ensure_store
 __all__ = ["OptimizeResult", "optimize_cube", "optimize_dataset", "optimize_dataset_as_delayed"]
 
 
-def _prepared(
+def prepared_optimize(
     dataset_uuid: object, store: Any, args: Mapping[str, Any]
 ) -> tuple[Store, OptimizePlan, LoadedDataset, CommitOptions]:
-    """Check the arguments, load and plan: ``(store, plan, base, commit options)``."""
+    """Check the arguments of :func:`optimize_dataset` (``args``, every keyword), load and
+    plan: ``(store, plan, base, commit options)``; every engine's front starts here.
+    """
     uuid, st = dataset_args(dataset_uuid, store)
     if not isinstance(args["dry_run"], bool):
         raise InvalidTypeError("dry_run must be a bool.")
@@ -139,7 +142,7 @@ def optimize_dataset(
     >>> kf.optimize_dataset("sales", store, sort_by=["day"]).files_removed  # incremental
     0
     """
-    st, plan, base, commit = _prepared(dataset_uuid, store, locals())
+    st, plan, base, commit = prepared_optimize(dataset_uuid, store, locals())
     units = track(plan.units, f"optimizing {plan.uuid}", enabled=progress, unit="parts")
     return run_optimize(st, plan, base, commit=commit, units=units, dry_run=dry_run)
 
@@ -182,7 +185,7 @@ def optimize_dataset_as_delayed(
     from kartoframe.execution.graph_delayed import optimize_graph
 
     args = _all_options(options, delayed=True)
-    st, plan, base, commit = _prepared(dataset_uuid, store, args)
+    st, plan, base, commit = prepared_optimize(dataset_uuid, store, args)
     if args["dry_run"] or not plan.units:
         return delayed(OptimizeResult.planned)(plan, dry_run=args["dry_run"])
     return optimize_graph(st, plan, base, commit)
@@ -232,7 +235,9 @@ def optimize_cube(
     store
         Store URL, :class:`kartoframe.Store` or factory.
     datasets
-        Dataset ids to optimize (default: every dataset of the cube).
+        Dataset ids to optimize (default: every dataset of the cube). With
+        ``predicates``, datasets lacking one of their columns are left out (they have
+        no such partitions); every dataset is planned before the first one commits.
     sort_by
         Columns to sort by in every dataset that holds them (default: the dimension
         columns; ``[]``: compact only).
@@ -243,7 +248,8 @@ def optimize_cube(
     Returns
     -------
     dict
-        Dataset id -> :class:`OptimizeResult`, the seed first.
+        Dataset id -> :class:`OptimizeResult`, the seed first (datasets left out by
+        ``predicates`` are absent).
 
     Examples
     --------
@@ -261,17 +267,26 @@ def optimize_cube(
     if not isinstance(cube, Cube):
         raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
     st = ensure_store(store)
+    args = _all_options(options)
     loaded = load_cube_datasets(st, cube.uuid_prefix, datasets)
     if isinstance(sort_by, str):
         sort_by = [sort_by]
     wanted = list(cube.dimension_columns if sort_by is None else sort_by)
     ids = sorted(loaded, key=lambda i: (i != cube.seed_dataset, i))
-    results: dict[str, OptimizeResult] = {}
+    # plan every dataset before any commit: a bad option fails before anything changes
+    plans = {}
     for ds_id in ids:
-        names = loaded[ds_id].schema.names
+        schema = loaded[ds_id].schema
+        if not predicate_columns(args["predicates"]) <= set(schema.names):
+            continue  # the selection does not apply to this dataset
         keys = loaded[ds_id].metadata.partition_keys
-        cols = [c for c in wanted if c in names and c not in keys]
-        results[ds_id] = optimize_dataset(
-            cube.ktk_dataset_uuid(ds_id), st, sort_by=cols or None, **options
+        cols = [c for c in wanted if c in schema.names and c not in keys]
+        ds_args = {**args, "sort_by": cols or None}
+        plans[ds_id] = prepared_optimize(cube.ktk_dataset_uuid(ds_id), st, ds_args)
+    results: dict[str, OptimizeResult] = {}
+    for ds_id, (ds_store, plan, base, commit) in plans.items():
+        units = track(plan.units, f"optimizing {plan.uuid}", enabled=args["progress"])
+        results[ds_id] = run_optimize(
+            ds_store, plan, base, commit=commit, units=units, dry_run=args["dry_run"]
         )
     return results

@@ -14,9 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kartoframe.execution import dask_engine as de
-from kartoframe.execution.chunks import delete_files
 from kartoframe.execution.index_build import commit_index_build, index_file
-from kartoframe.execution.optimize import commit_optimize, rewrite_unit
+from kartoframe.execution.optimize import chunks_or_raise, commit_optimize, rewrite_unit
 from kartoframe.execution.write import ChunkResult, WrittenPartition
 from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.dataset import LoadedDataset
@@ -146,12 +145,7 @@ def _commit_optimize(
     outcomes: list[ChunkResult | BaseException],
     commit: CommitOptions,
 ) -> OptimizeResult:
-    chunks = [o for o in outcomes if isinstance(o, ChunkResult)]
-    failures = [o for o in outcomes if not isinstance(o, ChunkResult)]
-    if failures:
-        delete_files(store, [p.key for c in chunks for p in c.partitions])
-        raise failures[0]
-    return commit_optimize(store, plan, base, chunks, commit)
+    return commit_optimize(store, plan, base, chunks_or_raise(store, outcomes), commit)
 
 
 def optimize_graph(

@@ -35,7 +35,7 @@ from kartoframe.plan.optimize import (
     plan_optimize,
 )
 from kartoframe.plan.query import bound
-from kartoframe.plan.write import ChunkResult
+from kartoframe.plan.write import ChunkResult, new_file_uuid
 from kartoframe.storage.csv_files import read_data_files
 from kartoframe.storage.footer_stats import data_file_sizes
 from kartoframe.storage.resolve import bloom_columns_of, load_dataset
@@ -43,11 +43,13 @@ from kartoframe.storage.side_files import base_statistics
 from kartoframe.storage.store import Store
 
 __all__ = [
+    "chunks_or_raise",
     "commit_optimize",
     "load_optimize",
     "optimize_result",
     "rewrite_unit",
     "run_optimize",
+    "settled_without_work",
 ]
 
 
@@ -104,11 +106,15 @@ def load_optimize(
     return plan, loaded
 
 
-def rewrite_unit(store: Store, plan: OptimizePlan, unit: RewriteUnit) -> ChunkResult:
+def rewrite_unit(
+    store: Store, plan: OptimizePlan, unit: RewriteUnit, *, file_prefix: str = ""
+) -> ChunkResult:
     """Read a unit's files, sort them, write them as ``unit.output_files`` new files.
 
-    The new files hold the same rows (in the plan's order) with the dataset schema; a
-    failure removes the files this call wrote.
+    The new files hold the same rows (in the plan's order) with the dataset schema (and
+    its pandas metadata); a failure removes the files this call wrote. ``file_prefix``
+    starts the new files' uuids (a Spark job's id, so that it can find the files of
+    attempts it abandoned).
     """
     pk = plan.partition_keys
     table = read_data_files(
@@ -119,6 +125,8 @@ def rewrite_unit(store: Store, plan: OptimizePlan, unit: RewriteUnit) -> ChunkRe
     )
     opts = plan.options
     table = sort_table(table, opts.sort_by, opts.sort_method)
+    if plan.schema.metadata:
+        table = table.replace_schema_metadata(plan.schema.metadata)
     step = -(-table.num_rows // unit.output_files) if table.num_rows else 0
     serializer = ParquetSerializer(chunk_size=opts.row_group_size)
     results: list[ChunkResult] = []
@@ -135,6 +143,9 @@ def rewrite_unit(store: Store, plan: OptimizePlan, unit: RewriteUnit) -> ChunkRe
                     serializer=serializer,
                     origin=f"optimize of {unit.partition or 'the dataset'}",
                     bloom_filter_columns=plan.bloom_filter_columns,
+                    file_uuid=(
+                        file_prefix + new_file_uuid()[len(file_prefix) :] if file_prefix else None
+                    ),
                 )
             )
     except BaseException:
@@ -229,6 +240,34 @@ def optimize_result(
     )
 
 
+def settled_without_work(
+    store: Store, plan: OptimizePlan, commit: CommitOptions, *, dry_run: bool
+) -> OptimizeResult | None:
+    """The result when no unit needs to run (every engine checks this first): a dry run,
+    nothing to rewrite, or an application transaction the dataset already records (a
+    retried step). None: run the plan.
+    """
+    if dry_run or not plan.units:
+        return OptimizeResult.planned(plan, dry_run=dry_run)
+    if already_recorded(store, plan.uuid, commit):
+        return OptimizeResult.planned(dataclasses.replace(plan, units=()), dry_run=False)
+    return None
+
+
+def chunks_or_raise(
+    store: Store, outcomes: Sequence[ChunkResult | BaseException]
+) -> list[ChunkResult]:
+    """The chunks of every unit (outcomes in unit order); if a unit failed, the files the
+    others wrote are deleted and its exception is raised.
+    """
+    chunks = [o for o in outcomes if isinstance(o, ChunkResult)]
+    failures = [o for o in outcomes if not isinstance(o, ChunkResult)]
+    if failures:
+        delete_files(store, [p.key for c in chunks for p in c.partitions])
+        raise failures[0]
+    return chunks
+
+
 def run_optimize(
     store: Store,
     plan: OptimizePlan,
@@ -243,10 +282,9 @@ def run_optimize(
     ``units`` iterates over ``plan.units`` (a progress bar's wrapper, say). A failure
     removes every file written; nothing is committed.
     """
-    if dry_run or not plan.units:
-        return OptimizeResult.planned(plan, dry_run=dry_run)
-    if already_recorded(store, plan.uuid, commit):  # a retried step: nothing to do
-        return OptimizeResult.planned(dataclasses.replace(plan, units=()), dry_run=False)
+    settled = settled_without_work(store, plan, commit, dry_run=dry_run)
+    if settled is not None:
+        return settled
     chunks: list[ChunkResult] = []
     try:
         for unit in units if units is not None else plan.units:

@@ -12,7 +12,6 @@ wrote and re-raises the failure; nothing is committed.
 
 from __future__ import annotations
 
-import dataclasses
 import pickle
 import uuid as _uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -20,10 +19,13 @@ from typing import Any
 
 from kartoframe import errors
 from kartoframe.execution import spark_write
-from kartoframe.execution.chunks import delete_files
-from kartoframe.execution.optimize import commit_optimize, rewrite_unit
+from kartoframe.execution.optimize import (
+    chunks_or_raise,
+    commit_optimize,
+    rewrite_unit,
+    settled_without_work,
+)
 from kartoframe.execution.spark_engine import check_python_workers, check_store, require_pyspark
-from kartoframe.execution.write import already_recorded
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.plan.optimize import OptimizePlan, OptimizeResult, RewriteUnit
@@ -36,12 +38,12 @@ __all__ = ["optimize_with_spark", "rewrite_units_with_spark"]
 Outcome = tuple[int, bytes]
 
 
-def _outcome(store: Store, plan: OptimizePlan, unit: RewriteUnit) -> bytes:
+def _outcome(store: Store, plan: OptimizePlan, unit: RewriteUnit, job_id: str) -> bytes:
     """The pickled :class:`ChunkResult` of one unit, or the exception it raised (an
     exception that cannot be pickled is replaced by a :class:`KartoframeError` naming it).
     """
     try:
-        value: ChunkResult | BaseException = rewrite_unit(store, plan, unit)
+        value: ChunkResult | BaseException = rewrite_unit(store, plan, unit, file_prefix=job_id)
     except Exception as e:
         value = e
     try:
@@ -80,35 +82,38 @@ def rewrite_units_with_spark(spark: Any, store: Store, plan: OptimizePlan) -> li
     if not units:
         return []
 
+    job_id = _uuid.uuid4().hex[:16]  # starts every file name the job writes
+
     def run(items: Iterable[tuple[int, RewriteUnit]]) -> Iterator[Outcome]:
         for i, unit in items:
-            yield i, _outcome(store, plan, unit)
+            yield i, _outcome(store, plan, unit, job_id)
+
+    def delete_job_files(keep: Sequence[str] = ()) -> None:
+        spark_write.delete_job_files(store, plan.uuid, plan.table_name, job_id, keep=keep)
 
     sc = spark.sparkContext
-    group = f"kartoframe-optimize-{_uuid.uuid4().hex[:16]}"
+    group = f"kartoframe-optimize-{job_id}"
     rdd = sc.parallelize(units, numSlices=len(units)).mapPartitions(run)
     with spark_write._job_group(sc, group, f"kartoframe: optimize {plan.uuid!r}"):
         try:
             rows: list[Outcome] = rdd.collect()
         except Exception as e:
+            delete_job_files()
             spark_write._wait_for_tasks(sc, group)
+            delete_job_files()
             mapped = spark_write._worker_error(e)
             if mapped is not None:
                 raise mapped from e
             raise
-    outcomes = [_unpickled(payload) for _, payload in sorted(rows, key=lambda r: r[0])]
-    return _chunks_or_raise(store, outcomes)
-
-
-def _chunks_or_raise(
-    store: Store, outcomes: Sequence[ChunkResult | BaseException]
-) -> list[ChunkResult]:
-    """The chunks of every unit; with a failure, their files are deleted and it is raised."""
-    chunks = [o for o in outcomes if isinstance(o, ChunkResult)]
-    failures = [o for o in outcomes if not isinstance(o, ChunkResult)]
-    if failures:
-        delete_files(store, [p.key for c in chunks for p in c.partitions])
-        raise failures[0]
+        outcomes = [_unpickled(payload) for _, payload in sorted(rows, key=lambda r: r[0])]
+        try:
+            chunks = chunks_or_raise(store, outcomes)
+        except BaseException:
+            delete_job_files()
+            raise
+        if any(s.numFailedTasks > 0 for s in spark_write._job_stages(sc, group)):
+            # retried task attempts may have left files nobody will commit
+            delete_job_files(keep=[p.key for c in chunks for p in c.partitions])
     return chunks
 
 
@@ -132,9 +137,8 @@ def optimize_with_spark(
         A concurrent commit removed or replaced a file the plan rewrote (the new files
         are deleted).
     """
-    if dry_run or not plan.units:
-        return OptimizeResult.planned(plan, dry_run=dry_run)
-    if already_recorded(store, plan.uuid, commit):  # a retried step: nothing to do
-        return OptimizeResult.planned(dataclasses.replace(plan, units=()), dry_run=False)
+    settled = settled_without_work(store, plan, commit, dry_run=dry_run)
+    if settled is not None:
+        return settled
     chunks = rewrite_units_with_spark(spark, store, plan)
     return commit_optimize(store, plan, base, chunks, commit)

@@ -129,6 +129,8 @@ def optimize_options(
         raise InvalidInputError(
             f"sort_method must be one of {list(SORT_METHODS)}, got {sort_method!r}."
         )
+    if sort_method == "zorder" and not cols:
+        raise InvalidInputError("sort_method='zorder' needs the sort_by columns to interleave.")
     if sort_method == "zorder" and len(cols) > ZORDER_MAX_COLUMNS:
         raise InvalidInputError(
             f"A z-order takes at most {ZORDER_MAX_COLUMNS} columns, got {list(cols)}."

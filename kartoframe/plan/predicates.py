@@ -39,6 +39,7 @@ __all__ = [
     "can_match_null",
     "conjunction_expression",
     "literal_expression",
+    "predicate_columns",
     "to_expression",
 ]
 
@@ -87,6 +88,21 @@ class Predicate:
     def columns(self) -> set[str]:
         """All referenced columns."""
         return {lit.column for conj in self.conjunctions for lit in conj}
+
+
+def predicate_columns(predicates: object) -> set[str]:
+    """The columns a DNF (or a bound :class:`Predicate`) names; None: no column.
+
+    Raises
+    ------
+    InvalidPredicateError
+        ``predicates`` is not a list of lists of ``(column, op, value)`` tuples.
+    """
+    if predicates is None:
+        return set()
+    if isinstance(predicates, Predicate):
+        return predicates.columns
+    return {lit[0] for conj in _check_shape(predicates) for lit in conj}
 
 
 def _check_shape(predicates: object) -> list[list[tuple[str, str, Any]]]:

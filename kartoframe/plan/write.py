@@ -257,7 +257,7 @@ def _single_chunks(body: pa.Table) -> pa.Table:
     columns = [
         c if c.num_chunks <= 1 else pa.chunked_array([c.combine_chunks()]) for c in body.columns
     ]
-    return pa.Table.from_arrays(columns, names=body.column_names)
+    return pa.Table.from_arrays(columns, schema=body.schema)  # keeps the schema metadata
 
 
 def _dictionary_source(body: pa.Table) -> pa.Table:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api.optimize import _prepared
+from kartoframe.api.optimize import prepared_optimize
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_optimize import optimize_with_spark
 from kartoframe.plan.optimize import (
@@ -100,5 +100,5 @@ def optimize_dataset(
     spark_engine.require_pyspark()
     checked = ensure_store(store)
     spark_engine.check_store(checked)
-    st, plan, base, commit = _prepared(dataset_uuid, checked, locals())
+    st, plan, base, commit = prepared_optimize(dataset_uuid, checked, locals())
     return optimize_with_spark(spark, st, plan, base, commit=commit, dry_run=dry_run)

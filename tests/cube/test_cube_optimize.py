@@ -84,6 +84,28 @@ def test_optimize_cube_sorts_by_dimensions_and_keeps_every_answer(file_store) ->
     assert all(r.dry_run for r in dry.values())
 
 
+def test_predicates_leave_out_datasets_without_their_columns(file_store) -> None:
+    """``enrich`` (no ``station``) is left out, and a bad option fails before the seed
+    commits (every dataset is planned first)."""
+    _cube(file_store)
+    seed_files = _files(file_store, "seed")
+    with pytest.raises(kf.InvalidInputError, match="partition keys"):
+        kf.optimize_cube(CUBE, file_store, predicates=[[("station", "==", 1)]])
+    assert _files(file_store, "seed") == seed_files  # nothing committed
+    wide = kf.Cube(["city", "day"], ["country"], "wide")
+    seed = _seed()
+    kf.build_cube(
+        {"seed": seed, "flat": seed[["city", "day"]].drop_duplicates().assign(v=1)},
+        wide,
+        file_store,
+        partition_on={"flat": []},
+    )
+    kf.append_to_cube({"seed": _seed(seed=5)}, wide, file_store)
+    results = kf.optimize_cube(wide, file_store, predicates=[[("country", "==", "DE")]])
+    assert list(results) == ["seed"]
+    assert results["seed"].partitions_optimized == ("country=DE",)
+
+
 def test_an_append_racing_the_optimize_still_wins_the_overlay(file_store) -> None:
     """The append commits after the optimize read the seed's files: its corrections were
     committed later, so they must still win over the rows the optimize rewrote."""

@@ -212,6 +212,17 @@ def test_an_unpartitioned_dataset_with_an_added_column(store: kf.Store) -> None:
     assert got["c"].isna().tolist() == [True] * 5 + [False] * 4
 
 
+@pytest.mark.parametrize("sort_by", [None, ["k"]])
+def test_new_files_keep_the_dataset_pandas_metadata(built, sort_by) -> None:
+    """Compaction without sorting lost the pandas metadata of the files (plateau and
+    kartothek read dtypes from it)."""
+    store, _ = built
+    kf.optimize_dataset(UUID, store, sort_by=sort_by)
+    for key in _files(store).values():
+        metadata = pq.read_schema(store.open_input(key)).metadata
+        assert metadata is not None and b"pandas" in metadata
+
+
 def test_plateau_reads_an_optimized_dataset(file_store: kf.Store) -> None:
     plateau = pytest.importorskip("plateau.api.dataset")
     expected = _build(file_store, days=3)

@@ -141,6 +141,7 @@ def test_dry_run_result_counts_the_plan() -> None:
         ({"sort_by": ["k", "k"]}, InvalidInputError, "twice"),
         ({"sort_by": 3}, InvalidTypeError, "sort_by"),
         ({"sort_method": "hilbert", "sort_by": ["k"]}, InvalidInputError, "sort_method"),
+        ({"sort_method": "zorder"}, InvalidInputError, "needs the sort_by columns"),
         ({"target_file_size": 0}, InvalidInputError, "target_file_size"),
         ({"target_file_size": 1.5}, InvalidTypeError, "target_file_size"),
         ({"min_files": True}, InvalidTypeError, "min_files"),

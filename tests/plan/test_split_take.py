@@ -71,3 +71,12 @@ def test_multi_chunk_columns_are_gathered_like_single_chunk_ones() -> None:
     for g in range(len(a)):
         assert b.rows(g).equals(a.rows(g))
         assert b.rows(g)["s"].num_chunks == 1
+
+
+def test_multi_chunk_input_keeps_its_schema_metadata() -> None:
+    """The files of a multi-chunk table (what optimize and pandas.read_parquet give) kept
+    no pandas metadata: combining the chunks rebuilt the table without it."""
+    chunked = pa.chunked_array([pa.array([1, 2]), pa.array([3, 4])])
+    table = pa.table({"p": [1, 1, 2, 2], "v": chunked}).replace_schema_metadata({"k": "v"})
+    plan = plan_partitions(table, ["p"], file_uuid="f")
+    assert all(plan.rows(i).schema.metadata == {b"k": b"v"} for i in range(len(plan)))

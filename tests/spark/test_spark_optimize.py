@@ -93,6 +93,9 @@ def test_compacts_sorts_and_keeps_the_content(spark: Any, dataset: Any) -> None:
     assert _hashes(store, "ds") == hashes
     new = _new_file_tables(root, "ds", before)
     assert len(new) == len(COUNTRIES)
+    # every file of the job starts with its id: a failed job finds its attempts' files
+    names = [f.rsplit("/", 1)[1] for f in _data_files(root, "ds") - before]
+    assert len({n[:16] for n in names}) == 1 and len({n[16:] for n in names}) == len(names)
     for table in new:  # sorted inside each new file
         x = table.column("x").to_numpy()
         assert table.num_rows == APPENDS * ROWS and (np.diff(x) >= 0).all()
