@@ -29,6 +29,7 @@ COMMANDS = [
     "copy",
     "delete",
     "cleanup",
+    "optimize",
 ]
 
 
