@@ -56,6 +56,28 @@ if os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}:
     hypothesis.settings.load_profile("ci")
 
 
+#: Test modules that start a SparkSession in the test process without the ``spark`` fixture:
+#: the examples of docs/spark.md call ``kartoframe.spark.local_session`` (the same session).
+IN_PROCESS_SPARK_MODULES = frozenset({"tests/test_docs_examples.py"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup`` (``make test``): one xdist work unit per test module, as
+    ``--dist loadfile`` (module fixtures are built in one process), except that every module
+    that runs Spark in the test process is in one unit, ``spark``: one xdist worker starts the
+    JVM and the other none (a JVM costs ~10 s of CPU to start and warm up)."""
+    if config.getoption("dist", default="no") != "loadgroup":
+        return
+    spark_modules = set(IN_PROCESS_SPARK_MODULES)
+    spark_modules.update(
+        item.nodeid.split("::")[0] for item in items if "spark" in getattr(item, "fixturenames", ())
+    )
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group("spark" if module in spark_modules else module))
+
+
 @pytest.fixture
 def file_store(tmp_path) -> kf.Store:
     """A fresh local-folder store."""

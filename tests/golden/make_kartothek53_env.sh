@@ -9,6 +9,8 @@
 # dependencies (pyarrow 10.0.1 works for everything used here).
 # Idempotent: an existing, complete venv is left as it is (a stamp file records
 # the pinned set; change the pins and the venv is rebuilt in place).
+# With UV=/path/to/uv (as `make` passes it: the project venv's pinned uv) the pins are
+# installed by uv, with the index settings of requirements/uv.toml; without it, by pip.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -59,17 +61,27 @@ command -v "$PYTHON" >/dev/null 2>&1 || die "$PYTHON not found"
 "$PYTHON" -c 'import sys; assert sys.version_info[:2] == (3, 11), sys.version' \
   || die "$PYTHON is not Python 3.11"
 
-[[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV" || die "venv creation failed"
-PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+UV="${UV:-}"
+if [[ -n "$UV" ]]; then
+  [[ -x "$UV" ]] || die "UV=$UV is not an executable"
+  [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv --without-pip "$VENV" || die "venv creation failed"
+  PIP_INSTALL=("$UV" pip install --quiet --config-file "$ROOT/requirements/uv.toml"
+               --python "$VENV/bin/python")
+else
+  [[ -x "$VENV/bin/python" ]] || "$PYTHON" -m venv "$VENV" || die "venv creation failed"
+  PIP_INSTALL=("$VENV/bin/python" -m pip --disable-pip-version-check -q install)
+fi
 
 # Everything except kartothek itself, with dependency resolution pinned by the
 # list above (dask pulls cloudpickle, fsspec, partd, pyyaml, click, ...).
 DEPS=()
 for p in "${PINS[@]}"; do [[ "$p" == kartothek==* ]] || DEPS+=("$p"); done
-"${PIP[@]}" install "${DEPS[@]}" || die "installing dependencies failed"
-"${PIP[@]}" install --no-deps "kartothek==5.3.0" || die "installing kartothek failed"
+"${PIP_INSTALL[@]}" "${DEPS[@]}" || die "installing dependencies failed"
+"${PIP_INSTALL[@]}" --no-deps "kartothek==5.3.0" || die "installing kartothek failed"
 
-"$VENV/bin/python" - <<'EOF' || die "smoke test failed"
+# (bytecode files on, whatever the environment says: the modules the interop tests import are
+# compiled here once, not in each of their kartothek processes)
+env -u PYTHONDONTWRITEBYTECODE "$VENV/bin/python" - <<'EOF' || die "smoke test failed"
 import kartothek, pandas, pyarrow, numpy, dask
 import kartothek.io.eager, kartothek.io.eager_cube, kartothek.api.discover
 import storefact, simplekv
