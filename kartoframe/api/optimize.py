@@ -184,14 +184,14 @@ def optimize_dataset_as_delayed(
 
     from kartoframe.execution.graph_delayed import optimize_graph
 
-    args = _all_options(options, delayed=True)
+    args = optimize_arguments(options, delayed=True)
     st, plan, base, commit = prepared_optimize(dataset_uuid, store, args)
     if args["dry_run"] or not plan.units:
         return delayed(OptimizeResult.planned)(plan, dry_run=args["dry_run"])
     return optimize_graph(st, plan, base, commit)
 
 
-def _all_options(options: Mapping[str, Any], *, delayed: bool = False) -> dict[str, Any]:
+def optimize_arguments(options: Mapping[str, Any], *, delayed: bool = False) -> dict[str, Any]:
     """The keywords of :func:`optimize_dataset` with their defaults, unknown ones refused."""
     defaults = {
         "target_file_size": DEFAULT_TARGET_FILE_SIZE,
@@ -267,7 +267,7 @@ def optimize_cube(
     if not isinstance(cube, Cube):
         raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
     st = ensure_store(store)
-    args = _all_options(options)
+    args = optimize_arguments(options)
     loaded = load_cube_datasets(st, cube.uuid_prefix, datasets)
     if isinstance(sort_by, str):
         sort_by = [sort_by]

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api.optimize import prepared_optimize
+from kartoframe.api.optimize import optimize_arguments, prepared_optimize
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_optimize import optimize_with_spark
 from kartoframe.plan.optimize import (
-    DEFAULT_ROW_GROUP_SIZE,
-    DEFAULT_TARGET_FILE_SIZE,
     OptimizeResult,
 )
 
@@ -22,20 +19,7 @@ __all__ = ["optimize_dataset"]
 
 
 def optimize_dataset(
-    spark: SparkSession,
-    dataset_uuid: str,
-    store: StoreInput,
-    *,
-    target_file_size: int = DEFAULT_TARGET_FILE_SIZE,
-    sort_by: str | Sequence[str] | None = None,
-    sort_method: str = "linear",
-    predicates: object = None,
-    min_files: int = 2,
-    row_group_size: int = DEFAULT_ROW_GROUP_SIZE,
-    dry_run: bool = False,
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
+    spark: SparkSession, dataset_uuid: str, store: StoreInput, **options: Any
 ) -> OptimizeResult:
     """Compact and cluster a dataset's files in a Spark job, committing once on the driver.
 
@@ -59,14 +43,11 @@ def optimize_dataset(
     store
         Store URL, :class:`kartoframe.Store` or factory. Local folders and fsspec
         object stores work; ``memory://`` does not (executors are other processes).
-    target_file_size, sort_by, sort_method, predicates, min_files, row_group_size, dry_run
-        As in :func:`kartoframe.optimize_dataset`: the size of the new files in bytes,
-        the columns (not partition keys) and the order (``"linear"`` or ``"zorder"``) to
-        sort each rewritten partition by, the partitions to optimize (DNF on partition
-        keys), the least number of small files worth compacting, the rows per row group,
-        and plan only.
-    app_id, app_version, commit_info
-        Application transaction and commit data, as in :func:`kartoframe.optimize_dataset`.
+    **options
+        The keywords of :func:`kartoframe.optimize_dataset` (``progress`` excepted):
+        ``target_file_size``, ``sort_by``, ``sort_method``, ``predicates`` (on partition
+        keys), ``min_files``, ``row_group_size``, ``dry_run``, ``app_id``,
+        ``app_version``, ``commit_info``.
 
     Returns
     -------
@@ -100,5 +81,6 @@ def optimize_dataset(
     spark_engine.require_pyspark()
     checked = ensure_store(store)
     spark_engine.check_store(checked)
-    st, plan, base, commit = prepared_optimize(dataset_uuid, checked, locals())
-    return optimize_with_spark(spark, st, plan, base, commit=commit, dry_run=dry_run)
+    args = optimize_arguments(options, delayed=True)
+    st, plan, base, commit = prepared_optimize(dataset_uuid, checked, args)
+    return optimize_with_spark(spark, st, plan, base, commit=commit, dry_run=args["dry_run"])

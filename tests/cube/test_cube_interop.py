@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import pathlib
-import subprocess
 from typing import Any
 
 import numpy as np
@@ -22,15 +20,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from kartothek53 import run_kartothek
 
 import kartoframe as kf
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "golden" / "kartothek-5.3"
-KTK_PYTHON = (
-    pathlib.Path(os.environ.get("KARTOTHEK53_VENV", ROOT / ".venv-kartothek53")) / "bin" / "python"
-)
-QUERY_SCRIPT = ROOT / "tests" / "golden" / "kartothek53_query.py"
 
 pytestmark = pytest.mark.interop
 
@@ -224,12 +219,6 @@ def kartoframe_cube(tmp_path_factory) -> tuple[kf.Cube, kf.Store, pathlib.Path]:
 
 
 def test_kartothek_queries_a_kartoframe_cube(kartoframe_cube, tmp_path) -> None:
-    if not KTK_PYTHON.exists():
-        pytest.skip(
-            f"kartothek 5.3 venv not found at {KTK_PYTHON}: create it with "
-            "`bash tests/golden/make_kartothek53_env.sh` (needs python3.11 and network access "
-            "to PyPI)"
-        )
     cube, store, path = kartoframe_cube
     spec = {
         "uuid_prefix": cube.uuid_prefix,
@@ -240,30 +229,9 @@ def test_kartothek_queries_a_kartoframe_cube(kartoframe_cube, tmp_path) -> None:
         "suppress_index_on": list(cube.suppress_index_on),
     }
     queries = _interop_queries(spec)
-    qfile = tmp_path / "queries.json"
-    qfile.write_text(json.dumps(queries))
-    out = tmp_path / "out"
-    proc = subprocess.run(
-        [
-            str(KTK_PYTHON),
-            str(QUERY_SCRIPT),
-            "--store",
-            str(path),
-            "--queries",
-            str(qfile),
-            "--out",
-            str(out),
-            "--strict",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads((out / "results.json").read_text())
+    results = run_kartothek(path, queries, tmp_path)
     for query in queries:
-        files = [out / f for f in results[query["id"]]["result_files"]]
+        files = results[query["id"]]
         frames = run_kf(query, store)
         assert_same_as_files(frames, files)
         assert len(frames) == len(files) and (query["id"] != "empty" or not frames)
@@ -280,29 +248,6 @@ def test_plateau_reads_kartoframe_cube_members(kartoframe_cube) -> None:
         a = ours.sort_values(keys).reset_index(drop=True)
         b = theirs[keys].sort_values(keys).reset_index(drop=True)
         pd.testing.assert_frame_equal(a, b, check_dtype=False)
-
-
-def _run_kartothek(store_path: pathlib.Path, queries: list[dict[str, Any]], tmp_path) -> dict:
-    """Run ``queries`` with kartothek 5.3 on the store folder; ``results.json`` content."""
-    if not KTK_PYTHON.exists():
-        pytest.skip(
-            f"kartothek 5.3 venv not found at {KTK_PYTHON}: create it with "
-            "`bash tests/golden/make_kartothek53_env.sh`"
-        )
-    qfile = tmp_path / "queries.json"
-    qfile.write_text(json.dumps(queries))
-    out = tmp_path / "out"
-    args = ["--store", str(store_path), "--queries", str(qfile), "--out", str(out), "--strict"]
-    proc = subprocess.run(
-        [str(KTK_PYTHON), str(QUERY_SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results: dict = json.loads((out / "results.json").read_text())
-    return {k: [out / f for f in v["result_files"]] for k, v in results.items()}
 
 
 def test_kartothek_agrees_conditions_see_rows_before_the_overlay(tmp_path) -> None:
@@ -336,7 +281,7 @@ def test_kartothek_agrees_conditions_see_rows_before_the_overlay(tmp_path) -> No
         {**base, "id": "i2_lt_5", "conditions": [["i2", "<", 5]]},
         {**base, "id": "by_i2", "conditions": [], "partition_by": ["i2"]},
     ]
-    files = _run_kartothek(path, queries, tmp_path)
+    files = run_kartothek(path, queries, tmp_path)
     for dask in (False, True):
         frames = {q["id"]: run_kf(q, store, dask=dask) for q in queries}
         for q in queries:

@@ -4,25 +4,16 @@ the optimize), and kartothek 5.3 still queries the optimized cube."""
 
 from __future__ import annotations
 
-import json
-import os
-import pathlib
-import subprocess
-
 import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from kartothek53 import run_kartothek
 
 import kartoframe as kf
 from kartoframe.execution.optimize import commit_optimize, load_optimize, rewrite_unit
 from kartoframe.storage.store_arg import ensure_store
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-KTK_PYTHON = (
-    pathlib.Path(os.environ.get("KARTOTHEK53_VENV", ROOT / ".venv-kartothek53")) / "bin" / "python"
-)
-QUERY_SCRIPT = ROOT / "tests" / "golden" / "kartothek53_query.py"
 CUBE = kf.Cube(["city", "day"], ["country"], "weather", index_columns=["station"])
 APPENDS = 6
 
@@ -125,8 +116,6 @@ def test_an_append_racing_the_optimize_still_wins_the_overlay(file_store) -> Non
 
 
 def test_kartothek_queries_an_optimized_cube(file_store, tmp_path) -> None:
-    if not KTK_PYTHON.exists():
-        pytest.skip(f"kartothek 5.3 venv not found at {KTK_PYTHON}")
     _cube(file_store)
     kf.optimize_cube(CUBE, file_store)
     spec = {
@@ -135,35 +124,20 @@ def test_kartothek_queries_an_optimized_cube(file_store, tmp_path) -> None:
         "partition_columns": list(CUBE.partition_columns),
         "index_columns": list(CUBE.index_columns),
     }
-    queries = [
-        {"id": "all", "cube": spec, "conditions": None},
-        {"id": "station", "cube": spec, "conditions": [["station", "==", 3]]},
-        {"id": "hot", "cube": spec, "conditions": [["temp", ">", 50.0]]},
-    ]
-    qfile = tmp_path / "queries.json"
-    qfile.write_text(json.dumps(queries))
-    out = tmp_path / "out"
-    path = file_store.url.removeprefix("file://")
-    args = ["--store", path, "--queries", str(qfile), "--out", str(out), "--strict"]
-    proc = subprocess.run(
-        [str(KTK_PYTHON), str(QUERY_SCRIPT), *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PYTHON")},
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    results = json.loads((out / "results.json").read_text())
     conditions = {
-        "all": None,
-        "station": kf.C("station") == 3,
-        "hot": kf.C("temp") > 50.0,
+        "all": (None, None),
+        "station": (["station", "==", 3], kf.C("station") == 3),
+        "hot": (["temp", ">", 50.0], kf.C("temp") > 50.0),
     }
-    for qid, cond in conditions.items():
-        ours = kf.query_cube(CUBE, file_store, conditions=cond)
-        (theirs_file,) = results[qid]["result_files"]
-        theirs = pd.read_parquet(out / theirs_file)
-        (frame,) = ours
+    queries = [
+        {"id": qid, "cube": spec, "conditions": [js] if js else None}
+        for qid, (js, _) in conditions.items()
+    ]
+    results = run_kartothek(file_store.url.removeprefix("file://"), queries, tmp_path)
+    for qid, (_, cond) in conditions.items():
+        (frame,) = kf.query_cube(CUBE, file_store, conditions=cond)
+        (theirs_file,) = results[qid]
+        theirs = pd.read_parquet(theirs_file)
         assert len(frame) > 0
         pd.testing.assert_frame_equal(
             frame.reset_index(drop=True)[sorted(frame.columns)],

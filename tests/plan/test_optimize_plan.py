@@ -42,7 +42,7 @@ def _files(spec: dict[str, list[int]]) -> tuple[list[FilePart], dict[str, int]]:
     return files, sizes
 
 
-def _plan(spec, options=None, recorded=None):
+def _plan(spec, options=None, recorded=None, positions=None):
     files, sizes = _files(spec)
     return plan_optimize(
         uuid="ds",
@@ -53,7 +53,7 @@ def _plan(spec, options=None, recorded=None):
         bloom_filter_columns=(),
         files=files,
         sizes=sizes,
-        positions={f.label: i for i, f in enumerate(files)},
+        positions=positions or {f.label: i for i, f in enumerate(files)},
         recorded=recorded or {},
         options=options or OptimizeOptions(target_file_size=10 * MB),
     )
@@ -275,21 +275,8 @@ def test_units_hold_consecutive_files_in_commit_order() -> None:
 
 
 def test_commit_order_not_label_order_decides() -> None:
-    files, sizes = _files({"p=1": [1, 1, 1]})
     positions = {"p=1/f002": 0, "p=1/f000": 1, "p=1/f001": 2}
-    plan = plan_optimize(
-        uuid="ds",
-        table_name="table",
-        schema=SCHEMA,
-        partition_keys=("p",),
-        index_columns=(),
-        bloom_filter_columns=(),
-        files=files,
-        sizes=sizes,
-        positions=positions,
-        recorded={},
-        options=OptimizeOptions(target_file_size=10 * MB),
-    )
+    plan = _plan({"p=1": [1, 1, 1]}, positions=positions)
     assert [f.label for f in plan.units[0].files] == ["p=1/f002", "p=1/f000", "p=1/f001"]
 
 
