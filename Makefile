@@ -8,9 +8,12 @@ PIP_FLAGS ?= --disable-pip-version-check -q
 # constraints as pip, resolved to the same versions, in a fraction of pip's time. The venv
 # keeps pip (pinned too) for whatever runs `python -m pip`. requirements/uv.toml holds uv's
 # index settings. Unlike pip, uv does not compile the venv's ~12,800 modules to bytecode up
-# front (that took ~25 s of both cores): a module is compiled when it is first imported, and
-# the test session writes the .pyc files (tests/conftest.py).
+# front (that took ~25 s of both cores): a module is compiled when it is first imported.
 UV        := $(BIN)/uv
+# Python writes bytecode files (its default) in every step, also where the environment turns them
+# off: the modules Sphinx imports are then compiled once for the test suite too (as the test
+# session does for its own subprocesses, tests/conftest.py).
+unexport PYTHONDONTWRITEBYTECODE
 CONSTRAINTS := requirements/constraints.txt
 UV_INSTALL = $(UV) pip install --quiet --config-file requirements/uv.toml \
              --python $(BIN)/python -c $(CONSTRAINTS)
@@ -58,12 +61,12 @@ $(KT53): tests/golden/make_kartothek53_env.sh requirements/uv.toml $(UV)
 # run; `make test-explore` draws fresh random ones to look for new counterexamples.
 HYPOTHESIS_PROFILE ?= ci
 # The suite runs in two worker processes (pytest-xdist), one per core, a test module per
-# worker at a time (module fixtures stay in one process), all modules that use Spark on one
-# worker (one JVM; the xdist groups are set in tests/conftest.py); `make pytest PYTEST_WORKERS=0`
+# worker at a time (module fixtures stay in one process), and all modules that use Spark as one
+# unit (one JVM; tests/conftest.py refines loadfile so); `make pytest PYTEST_WORKERS=0`
 # runs it in one process.
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP) java $(KT53)
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest --hypothesis-profile=$(HYPOTHESIS_PROFILE) -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest --hypothesis-profile=$(HYPOTHESIS_PROFILE) -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 test-explore:
 	$(MAKE) pytest HYPOTHESIS_PROFILE=explore

@@ -5,10 +5,12 @@ SparkSession (used by ``tests/spark`` and the Spark conformance bindings)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import os
 import shutil
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -55,27 +57,82 @@ hypothesis.settings.register_profile(
 if os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}:
     hypothesis.settings.load_profile("ci")
 
+_spark_modules_file = pytest.StashKey[Path]()
+
+
+# xdist scheduling. `make test` runs the suite in two workers with ``--dist loadfile``: one work
+# unit per test module, so module fixtures are built in one process. On top of that, every module
+# that runs Spark in the test process is in one unit, so one worker starts the JVM and the other
+# none (a JVM costs ~10 s of CPU to start and warm up, and holds ~1.5 GB). Which modules use the
+# ``spark`` fixture only the workers know (they collect); each writes the list to a file the
+# controller named, before it reports its collection, and the controller's scheduler reads it.
+# (pytest-xdist's own ``--dist loadgroup`` does not group under pytest 9.2: it renames
+# ``item._nodeid``, which pytest no longer reads.)
 
 #: Test modules that start a SparkSession in the test process without the ``spark`` fixture:
 #: the examples of docs/spark.md call ``kartoframe.spark.local_session`` (the same session).
 IN_PROCESS_SPARK_MODULES = frozenset({"tests/test_docs_examples.py"})
+SPARK_UNIT = "spark"
+_SPARK_MODULES_KEY = "kf_spark_modules_file"
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the groups
+def _uses_loadfile(config: pytest.Config) -> bool:
+    return config.pluginmanager.hasplugin("xdist") and config.getoption("dist") == "loadfile"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput") and _uses_loadfile(config):
+        folder = Path(tempfile.mkdtemp(prefix="kf-xdist-"))
+        config.stash[_spark_modules_file] = folder / "spark-modules.json"
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    path = config.stash.get(_spark_modules_file, None)
+    if path is not None:
+        shutil.rmtree(path.parent, ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """(xdist controller) Tell each worker where to write its list of Spark modules."""
+    path = node.config.stash.get(_spark_modules_file, None)
+    if path is not None:
+        node.workerinput[_SPARK_MODULES_KEY] = str(path)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup`` (``make test``): one xdist work unit per test module, as
-    ``--dist loadfile`` (module fixtures are built in one process), except that every module
-    that runs Spark in the test process is in one unit, ``spark``: one xdist worker starts the
-    JVM and the other none (a JVM costs ~10 s of CPU to start and warm up)."""
-    if config.getoption("dist", default="no") != "loadgroup":
+    """(xdist worker) Write the modules that use Spark in the test process."""
+    target = getattr(config, "workerinput", {}).get(_SPARK_MODULES_KEY)
+    if target is None:
         return
-    spark_modules = set(IN_PROCESS_SPARK_MODULES)
-    spark_modules.update(
+    modules = set(IN_PROCESS_SPARK_MODULES)
+    modules.update(
         item.nodeid.split("::")[0] for item in items if "spark" in getattr(item, "fixturenames", ())
     )
-    for item in items:
-        module = item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group("spark" if module in spark_modules else module))
+    worker_copy = Path(f"{target}.{config.workerinput['workerid']}")
+    worker_copy.write_text(json.dumps(sorted(modules)))
+    os.replace(worker_copy, target)  # whole files only: both workers write the same list
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """(xdist controller) ``--dist loadfile`` with the Spark modules as one work unit."""
+    path = config.stash.get(_spark_modules_file, None)
+    if path is None:
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SparkUnitScheduling(LoadFileScheduling):
+        spark_modules: frozenset[str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            if self.spark_modules is None:  # first call: after every worker collected
+                text = path.read_text() if path.exists() else "[]"
+                self.spark_modules = frozenset(json.loads(text))
+            return SPARK_UNIT if module in self.spark_modules else module
+
+    return SparkUnitScheduling(config, log)
 
 
 @pytest.fixture
