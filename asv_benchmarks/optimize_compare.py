@@ -899,6 +899,20 @@ def _ensure_hygiene(hygiene: dict[str, str], argv: Sequence[str]) -> None:
     os.execve(sys.executable, [sys.executable, str(Path(__file__).resolve()), *argv], env)
 
 
+def _git_head() -> str:
+    """The checkout's commit, with ``+dirty`` when kartoframe/ has uncommitted changes."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "kartoframe"], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
+    except OSError:
+        return "?"
+    return head + ("+dirty" if dirty else "")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Build the tables, run the scenarios, print the tables; 1 if a target is not met."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -926,8 +940,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"WARNING: load average {load:.1f} before starting: the machine is busy")
     env = {k: os.environ.get(k) for k in compare.HYGIENE_ENV}
     print(
-        f"optimize comparison | {spec} | data: {root} | repeat {args.repeat} "
-        f"(+{args.warmup} warm-up) | {os.cpu_count()} CPUs | {env}",
+        f"optimize comparison | kartoframe at {_git_head()} | {spec} | data: {root} | "
+        f"repeat {args.repeat} (+{args.warmup} warm-up) | {os.cpu_count()} CPUs | {env}",
         flush=True,
     )
     h = compare.Harness(
@@ -963,6 +977,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "platform": platform.platform(),
                 "env": env,
                 "loadavg_before": load,
+                "git": _git_head(),
             },
             "scenarios": [
                 {**asdict(r), "measurements": [asdict(m) for m in r.measurements.values()]}
