@@ -211,6 +211,12 @@ def plan_partitions(
         col_codes, dictionary = _codes(table[c])
         codes = codes * len(dictionary) + col_codes
         n_codes *= len(dictionary)
+    if (codes == codes[0]).all():  # one partition value (an optimize unit, a dask partition)
+        vals = tuple(table[c][0].as_py() for c in partition_on)
+        pairs = [(c, render_partition_value(v)) for c, v in zip(partition_on, vals)]
+        label = naming.make_label(pairs, file_uuid)
+        bounds = np.array([0]), np.array([table.num_rows])
+        return PartitionPlan(body, (label,), (vals,), None, *bounds, sort_by, body)  # no copy
     if n_codes <= 1 << 16:
         # dense codes: counting sort (numpy's stable sort is a radix sort for <= 16 bits)
         order = np.argsort(codes.astype(np.uint16), kind="stable")
