@@ -110,7 +110,10 @@ class Store(RetryingStore):
             )
         if not isinstance(retries, int) or isinstance(retries, bool):
             raise InvalidTypeError(f"retries must be an int, got {type(retries).__name__}.")
-        scheme = urlsplit(url).scheme if "://" in url else ""
+        try:
+            scheme = urlsplit(url).scheme if "://" in url else ""
+        except ValueError as e:  # e.g. "[...]" read as an IPv6 host
+            raise InvalidInputError(f"Invalid store URL {url!r}: {e}") from None
         if scheme in ("", "hfs", "file"):
             path = url.split("://", 1)[1] if "://" in url else url
             if not path:

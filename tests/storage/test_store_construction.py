@@ -86,7 +86,9 @@ def test_a_factory_returning_a_factory_is_refused() -> None:
         ensure_store(lambda: lambda: "memory://x")
 
 
-@pytest.mark.parametrize("bad", ["", "nope://bucket/x", "file://", "hfs://"], ids=repr)
+@pytest.mark.parametrize(
+    "bad", ["", "nope://bucket/x", "file://", "hfs://", "memory://x['u']"], ids=repr
+)
 def test_invalid_urls(bad: str) -> None:
     with pytest.raises(kf.InvalidInputError) as info:
         ensure_store(bad)
