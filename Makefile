@@ -53,7 +53,9 @@ typecheck: $(STAMP)
 
 # A separate environment with kartothek 5.3 (pyarrow 10, pandas 1.5) for the interop tests
 # that let the reference implementation query cubes written by kartoframe.
-KT53 := .venv-kartothek53/bin/python
+# The target is the script's stamp file (bin/python is a link to an old interpreter: make saw
+# it out of date on every run and ran the script again).
+KT53 := .venv-kartothek53/.kartothek53-stamp
 $(KT53): tests/golden/make_kartothek53_env.sh requirements/uv.toml $(UV)
 	UV=$(abspath $(UV)) bash tests/golden/make_kartothek53_env.sh
 
