@@ -40,10 +40,10 @@ def test_tiny_run_prints_every_line_and_saves_them(tmp_path: pathlib.Path) -> No
             assert m["status"] == "ok", (scenario["name"], m)
             assert len(m["times"]) == 1
     targets = {t["check"]: t for t in data["targets"]}
-    assert len(targets) == len(data["targets"]) == 19
+    assert len(targets) == len(data["targets"]) == 22
     for check, row in targets.items():
         assert f"   {check}" in text, check
-        if not check.startswith("peak memory"):  # a tiny table may not grow RSS at all
+        if not check.startswith(("peak memory", "Arrow pool")):  # tiny: may not grow RSS
             assert row["ratio"] is not None and row["ratio"] > 0, row
     # 10 days x 3 partitions = 30 small files; every clustered table keeps one per partition
     counts = data["report"]["row_groups"]["counts"]
@@ -62,6 +62,7 @@ def test_tiny_run_prints_every_line_and_saves_them(tmp_path: pathlib.Path) -> No
         assert memory[variant]["removed"] == 30, memory[variant]
         assert memory[variant]["rss_peak"] >= memory[variant]["rss_after_imports"]
     assert "row groups read = " in text and "peak memory = " in text
+    assert text.count("CPU time (all threads), median") == 6  # compact x 2, cluster x 4
 
 
 def test_generator_is_deterministic_and_fills_every_partition() -> None:
