@@ -45,6 +45,7 @@ def read_task_table(
         partition_values=[tuple(zip(pk, f.partition_values)) for f in task.files],
         columns=cols,
         filter=plan.filter_for(task),
+        filter_columns=plan.filter_columns(task),
         use_threads=use_threads,
     )
 

@@ -77,6 +77,11 @@ class ScanPlan:
             [self.schema.field(c) for c in self.columns], metadata=self.schema.metadata
         )
 
+    def filter_columns(self, task: ReadTask) -> tuple[str, ...]:
+        """The columns :meth:`filter_for` reads."""
+        cols = self.predicate.columns if self.predicate is not None else set()
+        return tuple(sorted(cols | {lit.column for lit in task.extra}))
+
     def filter_for(self, task: ReadTask) -> pc.Expression | None:
         """Row filter of a task: the predicate and the task's extra literals."""
         expr = to_expression(self.predicate)

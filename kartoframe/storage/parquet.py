@@ -12,8 +12,8 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from kartoframe.errors import CorruptDataError, KartoframeError, MissingDataFileError
-from kartoframe.format.arrow_memory import reader
 from kartoframe.storage.local_files import local_makedirs
+from kartoframe.storage.ranged import ranged_fragments
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -109,12 +109,16 @@ class ScanOptions(TypedDict, total=False):
         Row filter, also pruning row groups by their statistics (default: none).
     use_threads
         Let Arrow scan on its thread pool (default True).
+    filter_columns
+        The columns ``filter`` reads (a remote scan then fetches only the chunks of
+        these and the projected columns; default: unknown, all columns).
     """
 
     partition_values: Sequence[Sequence[tuple[str, Any]]] | None
     columns: Sequence[str] | None
     filter: pc.Expression | None
     use_threads: bool
+    filter_columns: Sequence[str] | None
 
 
 def scan_arguments(
@@ -139,7 +143,8 @@ def _read_files(
     if not keys:
         return empty_table(schema, cols)
     if not store.is_local:
-        return _read_fetched(store, keys, schema, exprs, cols, filter, use_threads)
+        needed = _needed_columns(schema, cols, filter, options.get("filter_columns"))
+        return _read_fetched(store, keys, schema, exprs, cols, filter, use_threads, needed)
     paths = [store.path(k) for k in keys]
 
     def _scan() -> pa.Table:
@@ -261,6 +266,18 @@ def _data_error(
     )
 
 
+def _needed_columns(
+    schema: pa.Schema,
+    columns: list[str] | None,
+    filter: pc.Expression | None,
+    filter_columns: Sequence[str] | None,
+) -> set[str] | None:
+    """The columns a scan reads from its files (None: all of them)."""
+    if columns is None or (filter is not None and filter_columns is None):
+        return None
+    return set(columns) | set(filter_columns or ())
+
+
 def _read_fetched(
     store: Store,
     keys: Sequence[str],
@@ -269,20 +286,19 @@ def _read_fetched(
     columns: list[str] | None,
     filter: pc.Expression | None,
     use_threads: bool,
+    needed: set[str] | None,
 ) -> pa.Table:
-    """Scan objects of a remote store from Arrow-owned copies of their bytes.
+    """Scan objects of a remote store from Arrow-owned buffers of what the scan needs.
 
-    The objects are fetched whole and concurrently by the store (fsspec). Arrow never
-    sees a Python file object: a scan over ``PyFileSystem(FSSpecHandler)`` releases
-    Python-backed files and buffers on Arrow's worker threads, and when that happens
-    as the interpreter exits the process aborts (see :mod:`kartoframe.format.arrow_memory`).
+    The store fetches each object's footer, then only the chunks of the ``needed``
+    columns in the row groups ``filter`` can match, concurrently
+    (:mod:`kartoframe.storage.ranged`; small objects whole). Arrow never sees a Python
+    file object: a scan over ``PyFileSystem(FSSpecHandler)`` releases Python-backed
+    files and buffers on Arrow's worker threads, and when that happens as the
+    interpreter exits the process aborts (see :mod:`kartoframe.format.arrow_memory`).
     """
     fmt = ds.ParquetFileFormat()
-    blobs = store.get_many(keys)
-    fragments = []
-    for i, expr in enumerate(exprs):
-        fragments.append(fmt.make_fragment(reader(blobs[i]), partition_expression=expr))
-        blobs[i] = b""  # keep one copy of each object alive, not two
+    fragments = ranged_fragments(store, keys, fmt, schema, exprs, needed, filter)
     dataset = ds.FileSystemDataset(fragments, schema, fmt)
     return dataset.to_table(columns=columns, filter=filter, use_threads=use_threads)
 

@@ -268,6 +268,19 @@ class Store(RetryingStore):
         except FileNotFoundError:
             return None
 
+    def get_range_from_end(self, key: str, length: int) -> bytes:
+        """Return the last ``length`` bytes of a key (all of it if it is shorter), in one
+        suffix-range request.
+        """
+        path = self.path(key)
+        if not isinstance(length, int) or length <= 0:
+            raise InvalidInputError(f"Invalid suffix length {length!r} for key {key!r}.")
+        return self._call(
+            "ranged get",
+            key,
+            lambda: _as_bytes(self._not_dir(self.fs.cat_file, path, start=-length)),
+        )
+
     def get_range(self, key: str, start: int, end: int) -> bytes:
         """Return bytes ``[start, end)`` of a key (clipped to its size)."""
         path = self.path(key)
