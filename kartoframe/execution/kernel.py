@@ -8,12 +8,14 @@ import pandas as pd
 import pyarrow as pa
 
 from kartoframe.format.convert import pandas_read_schema, table_to_frame
+from kartoframe.plan.file_part import FilePart
 from kartoframe.plan.scan import ReadTask, ScanPlan
 from kartoframe.storage.csv_files import read_data_files
 from kartoframe.storage.store import Store
 
 __all__ = [
     "iter_plan_batches",
+    "read_file_parts",
     "read_plan_table",
     "read_task_frame",
     "read_task_table",
@@ -47,6 +49,20 @@ def read_task_table(
         filter=plan.filter_for(task),
         filter_columns=plan.filter_columns(task),
         use_threads=use_threads,
+    )
+
+
+def read_file_parts(
+    store: Store, files: Sequence[FilePart], schema: pa.Schema, partition_keys: Sequence[str]
+) -> pa.Table:
+    """Every row and column of ``files`` with the dataset ``schema``, in order (partition
+    columns from the files' keys): what ``optimize`` rewrites.
+    """
+    return read_data_files(
+        store,
+        [f.key for f in files],
+        schema,
+        partition_values=[tuple(zip(partition_keys, f.partition_values)) for f in files],
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from kartoframe.errors import InvalidInputError
 from kartoframe.execution.chunks import ParquetSerializer, delete_files, write_chunk
+from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
 from kartoframe.execution.write import already_recorded, commit_write
 from kartoframe.format.clustering import sort_table
@@ -36,7 +37,6 @@ from kartoframe.plan.optimize import (
 )
 from kartoframe.plan.query import bound
 from kartoframe.plan.write import ChunkResult, new_file_uuid
-from kartoframe.storage.csv_files import read_data_files
 from kartoframe.storage.footer_stats import data_file_sizes
 from kartoframe.storage.resolve import bloom_columns_of, load_dataset
 from kartoframe.storage.side_files import base_statistics
@@ -117,12 +117,7 @@ def rewrite_unit(
     attempts it abandoned).
     """
     pk = plan.partition_keys
-    table = read_data_files(
-        store,
-        [f.key for f in unit.files],
-        plan.schema,
-        partition_values=[tuple(zip(pk, f.partition_values, strict=True)) for f in unit.files],
-    )
+    table = read_file_parts(store, unit.files, plan.schema, pk)
     opts = plan.options
     table = sort_table(table, opts.sort_by, opts.sort_method)
     if plan.schema.metadata:
