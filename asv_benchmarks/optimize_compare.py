@@ -798,7 +798,8 @@ def _source(results: Sequence[Any], report: dict[str, Any], src: tuple[str, ...]
             m = r.measurements.get(key)
             if m is None or not m.usable:
                 return None
-            return m.extra.get("cpu_median_s") if cpu else m.median
+            value = m.extra.get("cpu_median_s") if cpu else m.median
+            return None if value is None else float(value)
     return None
 
 
