@@ -21,7 +21,7 @@ from kartoframe.execution.chunks import ParquetSerializer, delete_files, write_c
 from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
 from kartoframe.execution.write import already_recorded, commit_write
-from kartoframe.format.clustering import sort_table
+from kartoframe.format.clustering import sorted_columns
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import kartoframe_section
@@ -117,9 +117,11 @@ def rewrite_unit(
     attempts it abandoned).
     """
     pk = plan.partition_keys
-    table = read_file_parts(store, unit.files, plan.schema, pk)
     opts = plan.options
-    table = sort_table(table, opts.sort_by, opts.sort_method)
+    # the read table's only reference goes into the sort, which releases it column by column
+    table = sorted_columns(
+        [read_file_parts(store, unit.files, plan.schema, pk)], opts.sort_by, opts.sort_method
+    )
     if plan.schema.metadata:
         table = table.replace_schema_metadata(plan.schema.metadata)
     step = -(-table.num_rows // unit.output_files) if table.num_rows else 0

@@ -18,7 +18,15 @@ import pyarrow.compute as pc
 
 from kartoframe.errors import InvalidInputError
 
-__all__ = ["SORT_METHODS", "SortMethod", "order_record", "sort_table", "zorder_indices"]
+__all__ = [
+    "SORT_METHODS",
+    "SortMethod",
+    "order_record",
+    "sort_indices",
+    "sort_table",
+    "sorted_columns",
+    "zorder_indices",
+]
 
 SortMethod = Literal["linear", "zorder"]
 #: The accepted ``sort_method`` values.
@@ -32,21 +40,51 @@ def order_record(sort_by: Sequence[str], method: SortMethod) -> tuple[str, ...]:
     return (method, *sort_by) if sort_by else ()
 
 
-def sort_table(table: pa.Table, sort_by: Sequence[str], method: SortMethod) -> pa.Table:
-    """``table`` with its rows in ``method`` order of ``sort_by`` (nulls last).
+def sort_indices(table: pa.Table, sort_by: Sequence[str], method: SortMethod) -> pa.Array:
+    """Row indices of ``table`` in ``method`` order of ``sort_by`` (nulls last; ties keep
+    their input order).
 
     Raises
     ------
     InvalidInputError
         An unknown method, or a z-order of more than four columns.
     """
+    if method == "linear":
+        keys = [(c, "ascending") for c in sort_by]
+        return pc.sort_indices(table, sort_keys=keys)  # nulls last: the default
+    if method == "zorder":
+        return pa.array(zorder_indices(table, sort_by))
+    raise InvalidInputError(f"sort_method must be one of {list(SORT_METHODS)}, got {method!r}.")
+
+
+def sort_table(table: pa.Table, sort_by: Sequence[str], method: SortMethod) -> pa.Table:
+    """``table`` with its rows in ``method`` order of ``sort_by`` (see :func:`sort_indices`)."""
     if not sort_by or table.num_rows < 2:
         return table
-    if method == "linear":
-        return table.sort_by([(c, "ascending") for c in sort_by])
-    if method == "zorder":
-        return table.take(pa.array(zorder_indices(table, sort_by)))
-    raise InvalidInputError(f"sort_method must be one of {list(SORT_METHODS)}, got {method!r}.")
+    return table.take(sort_indices(table, sort_by, method))
+
+
+def sorted_columns(holder: list[pa.Table], sort_by: Sequence[str], method: SortMethod) -> pa.Table:
+    """The table in ``holder`` sorted, taking it out of ``holder`` and gathering one column
+    at a time, each original column released once its sorted copy exists.
+
+    Peak memory is the table, one column and the indices, instead of the table twice
+    (:func:`sort_table`). Only works if ``holder`` has the only reference to the table.
+    """
+    table = holder.pop()
+    if not sort_by or table.num_rows < 2:
+        return table
+    order = sort_indices(table, sort_by, method)
+    schema = table.schema
+    columns: list[pa.ChunkedArray | None] = list(table.columns)
+    del table
+    out = []
+    for i, column in enumerate(columns):
+        assert column is not None
+        columns[i] = None
+        out.append(column.take(order))
+        del column
+    return pa.Table.from_arrays(out, schema=schema)
 
 
 def zorder_indices(table: pa.Table, columns: Sequence[str]) -> np.ndarray:
