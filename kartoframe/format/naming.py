@@ -32,6 +32,7 @@ __all__ = [
     "data_key",
     "header_key",
     "index_key",
+    "label_directory",
     "label_from_data_key",
     "make_label",
     "parse_label",
@@ -167,6 +168,11 @@ def make_label(pairs: list[tuple[str, str]], file_uuid: str) -> str:
     parts = [f"{quote(col)}={quote(val)}" for col, val in pairs]
     parts.append(file_uuid)
     return "/".join(parts)
+
+
+def label_directory(label: str) -> str:
+    """The partition directory of a label (``""`` for an unpartitioned dataset)."""
+    return label.rsplit("/", 1)[0] if "/" in label else ""
 
 
 def _check_component(component: str, key: str) -> None:

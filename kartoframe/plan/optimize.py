@@ -42,6 +42,7 @@ from kartoframe.format.clustering import (
     SortMethod,
     order_record,
 )
+from kartoframe.format.naming import label_directory
 from kartoframe.plan.file_part import FilePart
 from kartoframe.plan.predicates import Predicate
 
@@ -54,7 +55,6 @@ __all__ = [
     "RewriteUnit",
     "SkippedPartition",
     "check_partition_predicate",
-    "directory_of",
     "optimize_options",
     "plan_optimize",
 ]
@@ -162,11 +162,6 @@ def check_partition_predicate(predicate: Predicate | None, partition_keys: Seque
         )
 
 
-def directory_of(label: str) -> str:
-    """The partition directory of a label (``""`` for an unpartitioned dataset)."""
-    return label.rsplit("/", 1)[0] if "/" in label else ""
-
-
 @dataclasses.dataclass(frozen=True, slots=True)
 class RewriteUnit:
     """Files of one partition read together and written as ``output_files`` new files.
@@ -242,7 +237,7 @@ def plan_optimize(
     """
     by_partition: dict[str, list[FilePart]] = {}
     for f in files:
-        by_partition.setdefault(directory_of(f.label), []).append(f)
+        by_partition.setdefault(label_directory(f.label), []).append(f)
     order = options.order
     target = options.target_file_size
     units: list[RewriteUnit] = []

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from kartoframe.format.header import DatasetHeader
+from kartoframe.format.naming import label_directory
 from kartoframe.storage.parquet import read_footer
 from kartoframe.storage.store import Store
 
@@ -33,7 +34,7 @@ def footer_sizes(store: Store, md: DatasetHeader) -> dict[str, int]:
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         sizes = list(pool.map(_one, keys))
-    physical = {lb.rsplit("/", 1)[0] if "/" in lb else "" for lb in md.partitions}
+    physical = {label_directory(lb) for lb in md.partitions}
     return {
         "blobsize": sum(s for _, s in sizes),
         "files": len(keys),

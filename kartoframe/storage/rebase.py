@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from kartoframe.errors import CommitConflictError, KartoframeError
 from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.naming import label_directory
 from kartoframe.storage import log
 from kartoframe.storage.commit_values import Built, Intent
 from kartoframe.storage.log import State
@@ -24,7 +25,7 @@ __all__ = ["conflict_reason", "discard_built", "loaded_base", "rebase"]
 
 
 def _dirs(labels: Iterable[str]) -> set[str]:
-    return {lb.rsplit("/", 1)[0] if "/" in lb else "" for lb in labels}
+    return {label_directory(lb) for lb in labels}
 
 
 def conflict_reason(
