@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kartoframe.api._args import StoreInput, dataset_args
 from kartoframe.api._docs import fill
 from kartoframe.errors import InvalidTypeError
-from kartoframe.execution.optimize import load_optimize, run_optimize
+from kartoframe.execution.optimize import load_optimize, run_optimize, settled_without_work
 from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.cube import Cube
 from kartoframe.format.dataset import LoadedDataset
@@ -28,17 +29,25 @@ __all__ = ["OptimizeResult", "optimize_cube", "optimize_dataset", "optimize_data
 
 
 def prepared_optimize(
-    dataset_uuid: object, store: Any, args: Mapping[str, Any]
+    dataset_uuid: object,
+    store: Any,
+    args: Mapping[str, Any],
+    loaded: LoadedDataset | None = None,
 ) -> tuple[Store, OptimizePlan, LoadedDataset, CommitOptions]:
-    """Check the arguments of :func:`optimize_dataset` (``args``, every keyword), load and
-    plan: ``(store, plan, base, commit options)``; every engine's front starts here.
+    """Check the arguments of :func:`optimize_dataset` (``args``, every keyword), load
+    (unless ``loaded`` is the dataset, just loaded) and plan: ``(store, plan, base,
+    commit options)``; every engine's front starts here.
     """
     uuid, st = dataset_args(dataset_uuid, store)
     if not isinstance(args["dry_run"], bool):
         raise InvalidTypeError("dry_run must be a bool.")
     commit = CommitOptions.of(args["app_id"], args["app_version"], args["commit_info"])
     plan, base = load_optimize(
-        st, uuid, predicates=args["predicates"], **{k: args[k] for k in _OPTIONS}
+        st,
+        uuid,
+        predicates=args["predicates"],
+        loaded=loaded,
+        **{k: args[k] for k in _OPTIONS},
     )
     return st, plan, base, commit
 
@@ -147,6 +156,14 @@ def optimize_dataset(
     return run_optimize(st, plan, base, commit=commit, units=units, dry_run=dry_run)
 
 
+#: the keyword-only arguments of :func:`optimize_dataset` and their defaults
+_KEYWORDS: dict[str, Any] = {
+    name: p.default
+    for name, p in inspect.signature(optimize_dataset).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+}
+
+
 def optimize_dataset_as_delayed(
     dataset_uuid: str | None = None, store: StoreInput | None = None, **options: Any
 ) -> Any:
@@ -186,27 +203,17 @@ def optimize_dataset_as_delayed(
 
     args = optimize_arguments(options, delayed=True)
     st, plan, base, commit = prepared_optimize(dataset_uuid, store, args)
-    if args["dry_run"] or not plan.units:
-        return delayed(OptimizeResult.planned)(plan, dry_run=args["dry_run"])
+    settled = settled_without_work(st, plan, commit, dry_run=args["dry_run"])
+    if settled is not None:  # a dry run, nothing to rewrite, or a retried step
+        return delayed(settled, traverse=False)
     return optimize_graph(st, plan, base, commit)
 
 
 def optimize_arguments(options: Mapping[str, Any], *, delayed: bool = False) -> dict[str, Any]:
-    """The keywords of :func:`optimize_dataset` with their defaults, unknown ones refused."""
-    defaults = {
-        "target_file_size": DEFAULT_TARGET_FILE_SIZE,
-        "sort_by": None,
-        "sort_method": "linear",
-        "predicates": None,
-        "min_files": 2,
-        "row_group_size": DEFAULT_ROW_GROUP_SIZE,
-        "dry_run": False,
-        "app_id": None,
-        "app_version": None,
-        "commit_info": None,
-    }
-    if not delayed:
-        defaults["progress"] = False
+    """The keywords of :func:`optimize_dataset` with its defaults (``progress`` only if not
+    ``delayed``), unknown ones refused.
+    """
+    defaults = {k: v for k, v in _KEYWORDS.items() if not (delayed and k == "progress")}
     unknown = sorted(set(options) - set(defaults))
     if unknown:
         raise InvalidTypeError(f"Unexpected keyword arguments: {unknown}.")
@@ -273,16 +280,17 @@ def optimize_cube(
         sort_by = [sort_by]
     wanted = list(cube.dimension_columns if sort_by is None else sort_by)
     ids = sorted(loaded, key=lambda i: (i != cube.seed_dataset, i))
+    selecting = predicate_columns(args["predicates"])
     # plan every dataset before any commit: a bad option fails before anything changes
     plans = {}
     for ds_id in ids:
         schema = loaded[ds_id].schema
-        if not predicate_columns(args["predicates"]) <= set(schema.names):
+        if not selecting <= set(schema.names):
             continue  # the selection does not apply to this dataset
         keys = loaded[ds_id].metadata.partition_keys
         cols = [c for c in wanted if c in schema.names and c not in keys]
         ds_args = {**args, "sort_by": cols or None}
-        plans[ds_id] = prepared_optimize(cube.ktk_dataset_uuid(ds_id), st, ds_args)
+        plans[ds_id] = prepared_optimize(cube.ktk_dataset_uuid(ds_id), st, ds_args, loaded[ds_id])
     results: dict[str, OptimizeResult] = {}
     for ds_id, (ds_store, plan, base, commit) in plans.items():
         units = track(plan.units, f"optimizing {plan.uuid}", enabled=args["progress"])

@@ -26,6 +26,7 @@ from kartoframe.cli._common import (
 from kartoframe.cli._tables import KIND_OPTION, datasets_option
 from kartoframe.cli._targets import Kind, Target, resolve, split_list
 from kartoframe.plan.optimize import DEFAULT_TARGET_FILE_SIZE
+from kartoframe.plan.predicates import predicate_columns
 
 if TYPE_CHECKING:
     from kartoframe.plan.optimize import OptimizeResult
@@ -122,10 +123,6 @@ def summary_lines(result: OptimizeResult) -> list[str]:
 
 
 # -- the command -------------------------------------------------------------------------------
-
-
-def _where_columns(predicates: Sequence[Sequence[tuple[str, str, Any]]] | None) -> set[str]:
-    return {c for group in predicates or () for c, _, _ in group}
 
 
 def _cube_selection(
@@ -292,7 +289,7 @@ def optimize_command(
         return
     assert target.cube is not None
     cube = target.cube
-    ids, left_out = _cube_selection(target, datasets, columns, _where_columns(predicates))
+    ids, left_out = _cube_selection(target, datasets, columns, predicate_columns(predicates))
     with working(f"optimizing cube {name}"):
         results = kf.optimize_cube(
             cube, target.store, datasets=ids, sort_by=[] if no_sort else columns, **options

@@ -24,7 +24,7 @@ from kartoframe.execution.write import already_recorded, commit_write
 from kartoframe.format.clustering import sorted_columns
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.header import kartoframe_section
+from kartoframe.format.header import DatasetHeader, kartoframe_section
 from kartoframe.format.header_stamp import header_log
 from kartoframe.format.optimized import optimized_labels
 from kartoframe.plan.optimize import (
@@ -73,13 +73,20 @@ def _sizes(store: Store, loaded: LoadedDataset, labels: Iterable[str]) -> dict[s
 
 
 def load_optimize(
-    store: Store, dataset_uuid: str, *, predicates: object = None, **options: Any
+    store: Store,
+    dataset_uuid: str,
+    *,
+    predicates: object = None,
+    loaded: LoadedDataset | None = None,
+    **options: Any,
 ) -> tuple[OptimizePlan, LoadedDataset]:
-    """Load the current version of a dataset and plan an ``optimize`` of it.
+    """Load the current version of a dataset (unless ``loaded`` is it, just loaded) and
+    plan an ``optimize`` of it.
 
     ``options`` are the keywords of :func:`kartoframe.plan.optimize.optimize_options`.
     """
-    loaded = load_dataset(store, dataset_uuid)
+    if loaded is None:
+        loaded = load_dataset(store, dataset_uuid)
     md = loaded.metadata
     opts = optimize_options(loaded.schema, md.partition_keys, **options)
     predicate = bound(predicates, loaded.schema)
@@ -88,7 +95,6 @@ def load_optimize(
         store, loaded, predicates=predicate, dask=False, consistent_integers=False
     )
     files = [f for t in scan.tasks for f in t.files]
-    stamp = header_log(md)
     plan = plan_optimize(
         uuid=md.uuid,
         table_name=md.table_name,
@@ -101,7 +107,7 @@ def load_optimize(
         positions={lb: i for i, lb in enumerate(md.partitions)},
         recorded=optimized_labels(kartoframe_section(md)),
         options=opts,
-        version=stamp.version if stamp is not None else None,
+        version=header_version(md),
     )
     return plan, loaded
 
@@ -118,6 +124,7 @@ def rewrite_unit(
     """
     pk = plan.partition_keys
     opts = plan.options
+    origin = f"optimize of {unit.partition or 'the dataset'}"
     # the read table's only reference goes into the sort, which releases it column by column
     table = sorted_columns(
         [read_file_parts(store, unit.files, plan.schema, pk)], opts.sort_by, opts.sort_method
@@ -138,7 +145,7 @@ def rewrite_unit(
                     partition_on=pk,
                     index_columns=plan.index_columns,
                     serializer=serializer,
-                    origin=f"optimize of {unit.partition or 'the dataset'}",
+                    origin=origin,
                     bloom_filter_columns=plan.bloom_filter_columns,
                     file_uuid=(
                         file_prefix + new_file_uuid()[len(file_prefix) :] if file_prefix else None
@@ -149,7 +156,7 @@ def rewrite_unit(
         delete_files(store, (p.key for c in results for p in c.partitions))
         raise
     parts = tuple(p for c in results for p in c.partitions)
-    return ChunkResult(parts, table.schema, f"optimize of {unit.partition or 'the dataset'}")
+    return ChunkResult(parts, table.schema, origin)
 
 
 def _only_removed_files(_: LoadedDataset) -> set[str]:
@@ -212,7 +219,7 @@ def commit_optimize(
     return optimize_result(plan, chunks, header_version(header))
 
 
-def header_version(header: Any) -> int | None:
+def header_version(header: DatasetHeader) -> int | None:
     """The log version a committed header records (None: no transaction log)."""
     stamp = header_log(header)
     return stamp.version if stamp is not None else None
@@ -222,18 +229,12 @@ def optimize_result(
     plan: OptimizePlan, chunks: Sequence[ChunkResult], version: int | None
 ) -> OptimizeResult:
     """The result of an executed plan (``chunks``: what its units wrote)."""
-    done = OptimizeResult.planned(plan, dry_run=False)
     added = [p for c in chunks for p in c.partitions]
-    return OptimizeResult(
-        done.dataset_uuid,
-        version,
-        done.files_removed,
-        len(added),
-        done.bytes_removed,
-        sum(p.size for p in added),
-        done.partitions_optimized,
-        done.partitions_skipped,
-        False,
+    return dataclasses.replace(
+        OptimizeResult.planned(plan, dry_run=False),
+        version=version,
+        files_added=len(added),
+        bytes_added=sum(p.size for p in added),
     )
 
 

@@ -58,10 +58,10 @@ def sort_indices(table: pa.Table, sort_by: Sequence[str], method: SortMethod) ->
 
 
 def sort_table(table: pa.Table, sort_by: Sequence[str], method: SortMethod) -> pa.Table:
-    """``table`` with its rows in ``method`` order of ``sort_by`` (see :func:`sort_indices`)."""
-    if not sort_by or table.num_rows < 2:
-        return table
-    return table.take(sort_indices(table, sort_by, method))
+    """``table`` with its rows in ``method`` order of ``sort_by`` (see :func:`sort_indices`;
+    the caller keeps ``table``, so both are alive: :func:`sorted_columns` when it need not).
+    """
+    return sorted_columns([table], sort_by, method)
 
 
 def sorted_columns(holder: list[pa.Table], sort_by: Sequence[str], method: SortMethod) -> pa.Table:

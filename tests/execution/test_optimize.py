@@ -469,3 +469,10 @@ def test_dask_dry_run_and_nothing_to_do_build_no_tasks(built) -> None:
     assert len(dry.dask) == 1 and dry.compute().dry_run
     with pytest.raises(TypeError, match="Unexpected keyword"):
         kf.optimize_dataset_as_delayed(UUID, store, progress=True)
+    # a retried step (its app transaction recorded) builds no rewrite task either
+    kf.optimize_dataset(UUID, store, app_id="nightly", app_version=1)
+    kf.update_dataset_from_dataframes([_day(81)], store=store, dataset_uuid=UUID)
+    files = _files(store)
+    retried = kf.optimize_dataset_as_delayed(UUID, store, app_id="nightly", app_version=1)
+    assert len(retried.dask) == 1 and retried.compute().files_removed == 0
+    assert _files(store) == files
