@@ -275,7 +275,8 @@ def _needed_columns(
     """The columns a scan reads from its files (None: all of them)."""
     if columns is None or (filter is not None and filter_columns is None):
         return None
-    return set(columns) | set(filter_columns or ())
+    needed = set(columns) | set(filter_columns or ())
+    return None if needed >= set(schema.names) else needed
 
 
 def _read_fetched(

@@ -81,7 +81,6 @@ def merge_ranges(ranges: Sequence[tuple[int, int]], gap: int) -> list[tuple[int,
 class _Footer:
     """An object's footer (with its length and magic) and where its data ends."""
 
-    key: str
     footer: bytes
     metadata: pq.FileMetaData
     data_end: int
@@ -96,7 +95,7 @@ def _footer(store: Store, key: str, tail: bytes) -> _Footer:
     footer = tail[-(length + 8) :]
     metadata = pq.read_metadata(reader(_MAGIC + footer))
     ends = [e for _, e in chunk_ranges(metadata, range(metadata.num_row_groups), None)]
-    return _Footer(key, footer, metadata, max(ends, default=len(_MAGIC)))
+    return _Footer(footer, metadata, max(ends, default=len(_MAGIC)))
 
 
 def _layout(info: _Footer) -> pa.Buffer:
@@ -129,13 +128,20 @@ def ranged_fragments(
 ) -> list[ds.Fragment]:
     """Fragments over Arrow-owned buffers holding what a scan of ``keys`` needs.
 
-    ``columns``: the file columns the scan reads (projection and filter; None: all).
+    ``columns``: the file columns the scan reads (projection and filter; None: all). A
+    scan of every column without a filter needs whole objects: one GET each, no footer.
     """
+    everything = columns is None and filter is None
     pool = ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(keys))))
     with pool:
-        tails = list(pool.map(lambda k: store.get_range_from_end(k, TAIL), keys))
-        plans: list[tuple[pa.Buffer, list[tuple[int, int]], list[int] | None]] = []
-        for key, tail, expr in zip(keys, tails, partition_expressions, strict=True):
+        tails = [] if everything else [*pool.map(lambda k: store.get_range_from_end(k, TAIL), keys)]
+        # per object: its buffer (None: fetch it whole), the ranges to fill, its row groups
+        plans: list[tuple[pa.Buffer | None, list[tuple[int, int]], list[int] | None]] = []
+        for i, expr in enumerate(partition_expressions):
+            if everything:
+                plans.append((None, [], None))
+                continue
+            key, tail = keys[i], tails[i]
             if len(tail) < TAIL:  # the whole object
                 plans.append((arrow_owned(tail), [], None))
                 continue
@@ -151,7 +157,7 @@ def ranged_fragments(
                 ]
             ranges = merge_ranges(chunk_ranges(info.metadata, kept, columns), GAP)
             if sum(e - s for s, e in ranges) > WHOLE_SHARE * info.data_end:
-                plans.append((arrow_owned(store.get(key)), [], None))
+                plans.append((None, [], None))
                 continue
             plans.append((buf, ranges, kept))
         jobs = [(i, r) for i, (_, ranges, _) in enumerate(plans) for r in ranges]
@@ -161,7 +167,14 @@ def ranged_fragments(
             raise CorruptDataError(
                 f"{keys[i]!r} in {store.display_url} is shorter than its footer says."
             )
-        _put(plans[i][0], start, data)
+        buf = plans[i][0]
+        assert buf is not None  # objects with ranges to fill have their laid-out buffer
+        _put(buf, start, data)
+    whole = [i for i, (buf, _, _) in enumerate(plans) if buf is None]
+    blobs = store.get_many([keys[i] for i in whole])  # concurrently, large ones in ranges
+    for n, i in enumerate(whole):
+        plans[i] = (arrow_owned(blobs[n]), [], None)
+        blobs[n] = b""  # keep one copy of each object alive, not two
     return [
         fmt.make_fragment(pa.BufferReader(buf), partition_expression=expr, row_groups=kept)
         for (buf, _, kept), expr in zip(plans, partition_expressions, strict=True)
