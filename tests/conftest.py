@@ -160,6 +160,23 @@ def store(request, tmp_path) -> kf.Store:
 
 
 @pytest.fixture(scope="session")
+def dask_client() -> Iterator[Any]:
+    """A two-worker ``LocalCluster(processes=False)`` client; not the default scheduler.
+
+    ``set_as_default=False`` keeps other tests on dask's local schedulers; tests and the
+    engine adapters pass this client explicitly.
+    """
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster, set_as_default=False) as client,
+    ):
+        yield client
+
+
+@pytest.fixture(scope="session")
 def s3_server() -> Iterator[str]:
     """An S3-compatible server (moto's S3 service) on 127.0.0.1; yields its endpoint URL.
 

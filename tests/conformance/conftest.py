@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 from conformance_suite import all_types, write_reference
@@ -40,20 +39,3 @@ def ref_store(request) -> kf.Store:
     must not modify it.
     """
     return request.getfixturevalue(f"{request.param}_ref_store")
-
-
-@pytest.fixture(scope="session")
-def dask_client() -> Iterator[Any]:
-    """A two-worker ``LocalCluster(processes=False)`` client; not the default scheduler.
-
-    ``set_as_default=False`` keeps other tests on dask's local schedulers; the dask engine
-    adapter passes this client explicitly.
-    """
-    distributed = pytest.importorskip("distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-        ) as cluster,
-        distributed.Client(cluster, set_as_default=False) as client,
-    ):
-        yield client

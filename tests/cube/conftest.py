@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pytest
@@ -17,26 +15,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from cube_engines import ENGINES, Engine, make_engine
 
 
-@pytest.fixture(scope="session")
-def cube_dask_client() -> Iterator[Any]:
-    """A two-worker in-process ``LocalCluster`` client (not the default scheduler)."""
-    import distributed
-
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-        ) as cluster,
-        distributed.Client(cluster, set_as_default=False) as client,
-    ):
-        yield client
-
-
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> Engine:
     """Every engine: eager, dask (threads), dask (LocalCluster)."""
-    client = (
-        request.getfixturevalue("cube_dask_client") if request.param == "dask_cluster" else None
-    )
+    client = request.getfixturevalue("dask_client") if request.param == "dask_cluster" else None
     return make_engine(request.param, client)
 
 

@@ -415,17 +415,8 @@ def test_an_application_transaction_is_applied_once(built) -> None:
 # -------------------------------------------------------------------------------- dask
 @pytest.fixture(params=["threads", "distributed"])
 def scheduler(request):
-    if request.param == "threads":
-        yield "threads"
-        return
-    distributed = pytest.importorskip("distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
-        ) as cluster,
-        distributed.Client(cluster, set_as_default=False) as client,
-    ):
-        yield client
+    """The threaded scheduler, or the session's LocalCluster client."""
+    return "threads" if request.param == "threads" else request.getfixturevalue("dask_client")
 
 
 def _compute(job, scheduler):
