@@ -34,6 +34,7 @@ from kartoframe.plan.write import (
     WrittenPartition,
     check_write_columns,
     new_file_uuid,
+    plan_one_partition,
     plan_partitions,
 )
 from kartoframe.storage.commit_values import committed_version
@@ -106,11 +107,14 @@ def write_chunk(
     file_uuid: str | None = None,
     statistics: bool = True,
     bloom_filter_columns: Sequence[str] = (),
+    partition_values: Sequence[Any] | None = None,
 ) -> ChunkResult:
     """Write one input frame as data files (no header change).
 
     ``df`` may be a pandas DataFrame or a pyarrow Table. Partition columns are removed
-    from the files; nulls in them are refused. Files get fresh uuid names (or
+    from the files; nulls in them are refused. With ``partition_values`` every row
+    belongs to the partition of these values of ``partition_on`` and ``df`` holds only
+    the data columns (one file, nothing grouped: an optimize unit). Files get fresh uuid names (or
     ``file_uuid``, which must be unique per call: the Spark engine prefixes it with a
     job id so that a failed job can find and remove its files). Unless ``statistics``
     is False, per-file statistics are computed from the written slices (bloom filters
@@ -118,14 +122,18 @@ def write_chunk(
     """
     serializer = serializer or ParquetSerializer()
     table = df if isinstance(df, pa.Table) else frame_to_table(df, what=origin or "DataFrame")
-    check_write_columns(table.schema, partition_on, index_columns, what=origin or "the data")
-    schema = normalize_schema(table.schema, partition_on)
-    plan = plan_partitions(
-        table,
-        partition_on,
-        file_uuid=file_uuid or new_file_uuid(),
-        sort_by=list(sort_partitions_by),
-    )
+    file_uuid = file_uuid or new_file_uuid()
+    if partition_values is not None:
+        schema = table.schema
+        plan = plan_one_partition(
+            table, partition_on, partition_values, file_uuid=file_uuid, sort_by=sort_partitions_by
+        )
+    else:
+        check_write_columns(table.schema, partition_on, index_columns, what=origin or "the data")
+        schema = normalize_schema(table.schema, partition_on)
+        plan = plan_partitions(
+            table, partition_on, file_uuid=file_uuid, sort_by=list(sort_partitions_by)
+        )
     candidates = _value_list_candidates(plan.body) if statistics else None
     keys: list[str] = []
 

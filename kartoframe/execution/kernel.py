@@ -53,17 +53,23 @@ def read_task_table(
 
 
 def read_file_parts(
-    store: Store, files: Sequence[FilePart], schema: pa.Schema, partition_keys: Sequence[str]
+    store: Store,
+    files: Sequence[FilePart],
+    schema: pa.Schema,
+    partition_keys: Sequence[str],
+    *,
+    partition_columns: bool = True,
 ) -> pa.Table:
     """Every row and column of ``files`` with the dataset ``schema``, in order (partition
-    columns from the files' keys): what ``optimize`` rewrites.
+    columns from the files' keys, or none without ``partition_columns``): what
+    ``optimize`` rewrites.
     """
-    return read_data_files(
-        store,
-        [f.key for f in files],
-        schema,
-        partition_values=[tuple(zip(partition_keys, f.partition_values)) for f in files],
-    )
+    keys = [f.key for f in files]
+    if not partition_columns:
+        columns = [c for c in schema.names if c not in partition_keys]
+        return read_data_files(store, keys, schema, columns=columns)
+    pvs = [tuple(zip(partition_keys, f.partition_values)) for f in files]
+    return read_data_files(store, keys, schema, partition_values=pvs)
 
 
 def read_plan_table(plan: ScanPlan, store: Store) -> pa.Table:

@@ -21,6 +21,7 @@ from kartoframe.execution.chunks import ParquetSerializer, delete_files, write_c
 from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
 from kartoframe.execution.write import already_recorded, commit_write
+from kartoframe.format.arrow_memory import release_unused_memory
 from kartoframe.format.clustering import sorted_columns
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
@@ -109,6 +110,7 @@ def load_optimize(
         options=opts,
         version=header_version(md),
     )
+    release_unused_memory()  # what loading and planning freed (statistics, footers)
     return plan, loaded
 
 
@@ -125,9 +127,14 @@ def rewrite_unit(
     pk = plan.partition_keys
     opts = plan.options
     origin = f"optimize of {unit.partition or 'the dataset'}"
-    # the read table's only reference goes into the sort, which releases it column by column
+    # a unit is one partition: its files are read without the partition columns and
+    # written as that partition (nothing to group); the read table's only reference goes
+    # into the sort, which releases it column by column
+    values = unit.files[0].partition_values
     table = sorted_columns(
-        [read_file_parts(store, unit.files, plan.schema, pk)], opts.sort_by, opts.sort_method
+        [read_file_parts(store, unit.files, plan.schema, pk, partition_columns=False)],
+        opts.sort_by,
+        opts.sort_method,
     )
     if plan.schema.metadata:
         table = table.replace_schema_metadata(plan.schema.metadata)
@@ -147,6 +154,7 @@ def rewrite_unit(
                     serializer=serializer,
                     origin=origin,
                     bloom_filter_columns=plan.bloom_filter_columns,
+                    partition_values=values,
                     file_uuid=(
                         file_prefix + new_file_uuid()[len(file_prefix) :] if file_prefix else None
                     ),
@@ -155,8 +163,10 @@ def rewrite_unit(
     except BaseException:
         delete_files(store, (p.key for c in results for p in c.partitions))
         raise
+    del table
+    release_unused_memory()  # the next unit's rows do not grow the process beside these
     parts = tuple(p for c in results for p in c.partitions)
-    return ChunkResult(parts, table.schema, origin)
+    return ChunkResult(parts, plan.schema, origin)
 
 
 def _only_removed_files(_: LoadedDataset) -> set[str]:

@@ -28,6 +28,7 @@ __all__ = [
     "check_against_base",
     "check_write_columns",
     "new_file_uuid",
+    "plan_one_partition",
     "plan_partitions",
 ]
 
@@ -211,12 +212,9 @@ def plan_partitions(
         col_codes, dictionary = _codes(table[c])
         codes = codes * len(dictionary) + col_codes
         n_codes *= len(dictionary)
-    if (codes == codes[0]).all():  # one partition value (an optimize unit, a dask partition)
+    if (codes == codes[0]).all():  # one partition value (a dask partition, say)
         vals = tuple(table[c][0].as_py() for c in partition_on)
-        pairs = [(c, render_partition_value(v)) for c, v in zip(partition_on, vals)]
-        label = naming.make_label(pairs, file_uuid)
-        bounds = np.array([0]), np.array([table.num_rows])
-        return PartitionPlan(body, (label,), (vals,), None, *bounds, sort_by, body)  # no copy
+        return plan_one_partition(body, partition_on, vals, file_uuid=file_uuid, sort_by=sort_by)
     if n_codes <= 1 << 16:
         # dense codes: counting sort (numpy's stable sort is a radix sort for <= 16 bits)
         order = np.argsort(codes.astype(np.uint16), kind="stable")
@@ -243,6 +241,28 @@ def plan_partitions(
         values.append(vals)
     source = _dictionary_source(_single_chunks(body))
     return PartitionPlan(body, tuple(labels), tuple(values), order, starts, ends, sort_by, source)
+
+
+def plan_one_partition(
+    body: pa.Table,
+    partition_on: Sequence[str],
+    values: Sequence[Any],
+    *,
+    file_uuid: str,
+    sort_by: Sequence[str] = (),
+) -> PartitionPlan:
+    """One file of every row of ``body`` (the data columns: no partition column) in the
+    partition with key ``values``: no row is grouped or copied.
+    """
+    vals = tuple(values)
+    if len(vals) != len(partition_on):
+        raise InvalidInputError(
+            f"{len(vals)} partition values for the partition columns {list(partition_on)}."
+        )
+    pairs = [(c, render_partition_value(v)) for c, v in zip(partition_on, vals, strict=True)]
+    label = naming.make_label(pairs, file_uuid)
+    bounds = np.array([0]), np.array([body.num_rows])
+    return PartitionPlan(body, (label,), (vals,), None, *bounds, tuple(sort_by), body)
 
 
 #: A string column whose first rows hold at most this many distinct values is gathered

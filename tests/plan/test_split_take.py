@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import datetime
+
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from kartoframe.plan.write import _dictionary_source, plan_partitions
+from kartoframe.errors import InvalidInputError
+from kartoframe.plan.write import _dictionary_source, plan_one_partition, plan_partitions
 
 
 @pytest.mark.parametrize("t", [pa.string(), pa.large_string()])
@@ -80,3 +83,19 @@ def test_multi_chunk_input_keeps_its_schema_metadata() -> None:
     table = pa.table({"p": [1, 1, 2, 2], "v": chunked}).replace_schema_metadata({"k": "v"})
     plan = plan_partitions(table, ["p"], file_uuid="f")
     assert all(plan.rows(i).schema.metadata == {b"k": b"v"} for i in range(len(plan)))
+
+
+def test_one_known_partition_plans_like_a_table_of_that_partition() -> None:
+    """An optimize unit is written as one partition without its partition column: the same
+    label, values and rows as grouping a table that holds the column."""
+    body = pa.table({"v": [3, 1, 2], "s": ["x", "y", "z"]})
+    day = datetime.date(2024, 5, 1)
+    full = body.append_column("p", pa.array(["DE"] * 3)).append_column("d", pa.array([day] * 3))
+    grouped = plan_partitions(full, ["p", "d"], file_uuid="f", sort_by=["v"])
+    one = plan_one_partition(body, ["p", "d"], ["DE", day], file_uuid="f", sort_by=["v"])
+    assert one.labels == grouped.labels == ("p=DE/d=2024-05-01/f",)
+    assert one.values == grouped.values
+    assert one.rows(0).equals(grouped.rows(0))
+    assert one.rows(0)["v"].to_pylist() == [1, 2, 3]
+    with pytest.raises(InvalidInputError, match="1 partition values"):
+        plan_one_partition(body, ["p", "d"], ["DE"], file_uuid="f")
