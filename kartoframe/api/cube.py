@@ -12,11 +12,12 @@ multi-dataset write is in progress. Maintenance (delete, copy, cleanup, stats) l
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from kartoframe.api._args import StoreInput, ensure_store
+from kartoframe.api._cube_args import fill, same_params
 from kartoframe.api.read import DatasetMetadata
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.cube_join import run_merged
@@ -187,6 +188,7 @@ def plan_cube_query(
     return plan, st
 
 
+@fill
 def query_cube(
     cube: Cube,
     store: StoreInput,
@@ -205,20 +207,7 @@ def query_cube(
 
     Parameters
     ----------
-    cube
-        The cube spec.
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
-    conditions
-        ``C("x") > 1``, a :class:`kartoframe.Conjunction` or a list of conditions.
-    datasets
-        Dataset ids to query (default: all; the seed is required).
-    dimension_columns
-        Ordered subset of the cube's dimensions (a strict subset projects).
-    partition_by
-        Indexed columns: one frame per distinct value.
-    payload_columns
-        Columns to return besides dimension, partition and partition-by columns.
+    $cube_query_params
 
     Returns
     -------
@@ -226,13 +215,8 @@ def query_cube(
         ``[]``, ``[df]`` or, with ``partition_by``, one frame per value in sorted order.
         Columns are alphabetical; rows are sorted by dimension then partition columns.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
-    >>> cube = kf.Cube(["COUNTRY_CODE"], ["YEAR"], uuid_prefix="docs_query")
-    >>> seed = pd.DataFrame({"COUNTRY_CODE": ["DE", "FR"], "YEAR": [2024, 2024],
-    ...                      "SALES": [10.0, 20.0]})
-    >>> _ = kf.build_cube(seed, cube, "memory://docs-query")
+    $cube_examples
+    >>> _ = kf.build_cube(df, cube, "memory://docs-query")
     >>> kf.query_cube(cube, "memory://docs-query", conditions=kf.C("SALES") > 15)[0]
       COUNTRY_CODE  SALES  YEAR
     0           FR   20.0  2024
@@ -243,15 +227,8 @@ def query_cube(
     return run_merged(plan, st)
 
 
-def query_cube_dataframe(
-    cube: Cube,
-    store: StoreInput,
-    conditions: ConditionsArg = None,
-    datasets: Iterable[str] | None = None,
-    dimension_columns: Iterable[str] | None = None,
-    partition_by: Iterable[str] | None = None,
-    payload_columns: Iterable[str] | None = None,
-) -> dd.DataFrame:
+@same_params(query_cube)
+def query_cube_dataframe(**arguments: Any) -> dd.DataFrame:
     """Query a cube as a dask DataFrame (one partition per query group).
 
     Same semantics and arguments as :func:`query_cube`; ``meta`` has the exact result
@@ -260,12 +237,7 @@ def query_cube_dataframe(
     """
     from kartoframe.execution.cube_dask import plan_to_dataframe
 
-    plan, st = plan_cube_query(
-        cube, store, conditions, datasets, dimension_columns, partition_by, payload_columns,
-        consistent_integers=True,  # one frame per group: the same dtypes in all of them
-    )  # fmt: skip
+    # one frame per group: the same integer dtypes in all of them
+    plan, st = plan_cube_query(**arguments, consistent_integers=True)
     result: dd.DataFrame = plan_to_dataframe(plan, st)
     return result
-
-
-# -- writes ------------------------------------------------------------------------------

@@ -15,21 +15,17 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kartoframe.api._args import StoreInput, serializer_arg, verb_like
-from kartoframe.api.cube_write import CUBE_SERIALIZER, cube_write_front, handles
-from kartoframe.api.write import DatasetMetadataResult
+from kartoframe.api._args import StoreInput, verb_like
+from kartoframe.api._cube_args import check_cube
+from kartoframe.api.cube_write import cube_serializer, cube_write_front, handles
 from kartoframe.errors import InvalidInputError, InvalidTypeError
+from kartoframe.execution.cube_resolve import frames_by_dataset
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.cube import Cube, str_tuple
-from kartoframe.format.header import DatasetHeader
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.conditions import ConditionsArg
-from kartoframe.plan.cube_write import (
-    Operation,
-    check_user_frame,
-)
-from kartoframe.storage.store import Store
+from kartoframe.plan.cube_write import Operation, check_user_frame
 
 __all__ = [
     "append_to_cube_from_dataframe",
@@ -39,37 +35,21 @@ __all__ = [
 ]
 
 
-def _results(
-    headers: Mapping[str, DatasetHeader], store: Store, done: Mapping[str, Any]
-) -> dict[str, Any]:
-    return {**done, **{k: DatasetMetadataResult(h.uuid, store) for k, h in headers.items()}}
-
-
-def _frames(data: object, cube: Cube) -> dict[str, Any]:
-    if data is None:
-        return {}
-    dct = data if isinstance(data, dict) else {cube.seed_dataset: data}
-    out: dict[str, Any] = {}
-    ddf: Any
-    for ds_id, ddf in dct.items():
-        cube.ktk_dataset_uuid(ds_id)
-        if ddf is not None and not hasattr(ddf, "to_delayed"):
-            raise InvalidTypeError(
-                f'Provided DataFrame is not a dask.dataframe.DataFrame or None, but is a "'
-                f'{type(ddf).__name__}"'
-            )
-        check_user_frame(ds_id, getattr(ddf, "_meta", ddf))
-        if ddf is not None:
-            renames = {c: c.decode("utf-8") for c in ddf.columns if isinstance(c, bytes)}
-            bad = [c for c in ddf.columns if not isinstance(c, str | bytes)]
-            if bad:
-                raise InvalidTypeError(
-                    f"Object of type {type(bad[0]).__name__} is not a string: {bad[0]}"
-                )
-            if renames:
-                ddf = ddf.rename(columns=renames)
-        out[ds_id] = ddf
-    return out
+def _dask_frame(ds_id: str, ddf: Any) -> Any:
+    """A dataset's dask input, checked on its ``meta`` (bytes column names decoded)."""
+    if ddf is not None and not hasattr(ddf, "to_delayed"):
+        raise InvalidTypeError(
+            f'Provided DataFrame is not a dask.dataframe.DataFrame or None, but is a "'
+            f'{type(ddf).__name__}"'
+        )
+    check_user_frame(ds_id, getattr(ddf, "_meta", ddf))
+    if ddf is None:
+        return None
+    renames = {c: c.decode("utf-8") for c in ddf.columns if isinstance(c, bytes)}
+    bad = [c for c in ddf.columns if not isinstance(c, str | bytes)]
+    if bad:
+        raise InvalidTypeError(f"Object of type {type(bad[0]).__name__} is not a string: {bad[0]}")
+    return ddf.rename(columns=renames) if renames else ddf
 
 
 def _write_dask(
@@ -88,12 +68,12 @@ def _write_dask(
 
     from kartoframe.execution.cube_dask_write import write_graph
 
-    if not isinstance(cube, Cube):
-        raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
+    check_cube(cube)
     if not isinstance(num_buckets, int) or isinstance(num_buckets, bool) or num_buckets < 1:
         raise InvalidInputError(f"num_buckets must be an int >= 1, got {num_buckets!r}.")
     buckets = str_tuple(bucket_by, "bucket_by")
-    st, fw = cube_write_front(operation, cube, store, lambda c: _frames(data, c), **options)
+    adapt = functools.partial(frames_by_dataset, data, check=_dask_frame)
+    st, fw = cube_write_front(operation, cube, store, adapt, **options)
     if fw.complete:  # a retried step: every dataset already records the transaction
         return delayed(dict, pure=True)(handles(st, cube, fw.done))
     inputs = fw.schema_inputs(
@@ -105,13 +85,13 @@ def _write_dask(
         st,
         fw.plan(cube, inputs),
         fw.frames,
-        serializer_arg(df_serializer or CUBE_SERIALIZER),
+        cube_serializer(df_serializer),
         shuffle=shuffle,
         num_buckets=num_buckets,
         bucket_by=buckets,
         require_rows=operation != "update",
     )
-    return delayed(_results, pure=True)(graph, st, handles(st, cube, fw.done))
+    return delayed(handles, pure=True)(st, cube, fw.done, graph)
 
 
 def build_cube_from_dataframe(

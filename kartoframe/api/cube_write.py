@@ -14,22 +14,20 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store, serializer_arg, verb_like
-from kartoframe.api._docs import fill
+from kartoframe.api._cube_args import check_cube, fill
 from kartoframe.api.write import DatasetMetadataResult
-from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.cube_resolve import resolve_cube_operation
 from kartoframe.execution.cube_write import commit_all, write_plan_files
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.commit_args import CommitOptions, check_commit_info
 from kartoframe.format.cube import CUBE_COMPRESSION, Cube
+from kartoframe.format.header import DatasetHeader
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.arguments import evolution_arg
 from kartoframe.plan.conditions import ConditionsArg, Conjunction
-from kartoframe.plan.cube_front import (
-    FrameWrite,
-)
+from kartoframe.plan.cube_front import FrameWrite
 from kartoframe.plan.cube_rules import concat_input, prepare_inputs
-from kartoframe.plan.cube_write import CubeWritePlan, Operation
+from kartoframe.plan.cube_write import Operation
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -45,18 +43,22 @@ __all__ = [
 CUBE_SERIALIZER = ParquetSerializer(compression=CUBE_COMPRESSION)
 
 
-def execute_write(
-    store: Store, plan: CubeWritePlan, serializer: ParquetSerializer
+def cube_serializer(df_serializer: object) -> ParquetSerializer:
+    """The serializer of a cube write (default: :data:`CUBE_SERIALIZER`)."""
+    return serializer_arg(df_serializer or CUBE_SERIALIZER)
+
+
+def handles(
+    store: Store,
+    cube: Cube,
+    done: Iterable[str],
+    headers: Mapping[str, DatasetHeader] | None = None,
 ) -> dict[str, DatasetMetadataResult]:
-    """Write files, then commit dataset by dataset (seed last), undoing on failure."""
-    chunks = write_plan_files(store, plan, serializer)
-    headers = commit_all(store, plan, dict(chunks))
-    return {ds_id: DatasetMetadataResult(h.uuid, store) for ds_id, h in headers.items()}
-
-
-def handles(store: Store, cube: Cube, ids: Iterable[str]) -> dict[str, DatasetMetadataResult]:
-    """Handles of committed datasets (those an earlier attempt already committed)."""
-    return {i: DatasetMetadataResult(cube.ktk_dataset_uuid(i), store) for i in sorted(ids)}
+    """The result of a cube write: handles of the datasets an earlier attempt already
+    committed (``done``, sorted), then of those this one committed (``headers``).
+    """
+    out = {i: DatasetMetadataResult(cube.ktk_dataset_uuid(i), store) for i in sorted(done)}
+    return {**out, **{k: DatasetMetadataResult(h.uuid, store) for k, h in (headers or {}).items()}}
 
 
 def cube_write_front(
@@ -79,17 +81,16 @@ def cube_write_front(
     are the verb's ``metadata``, ``overwrite``, ``partition_on``, ``remove_conditions`` and
     ``ktk_cube_dataset_ids``.
     """
-    if not isinstance(cube, Cube):
-        raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
+    checked = check_cube(cube)
     st = ensure_store(store)
     if check_store is not None:
         check_store(st)
-    frames = frames_of(cube)
+    frames = frames_of(checked)
     commit = CommitOptions.of(app_id, app_version)
     evolution = evolution_arg(schema_evolution)
     commit = CommitOptions(commit.app_id, commit.app_version, check_commit_info(commit_info))
     return st, resolve_cube_operation(
-        st, cube, operation, frames, schema_evolution=evolution, commit=commit, **options
+        st, checked, operation, frames, schema_evolution=evolution, commit=commit, **options
     )
 
 
@@ -102,18 +103,12 @@ def _write(
     df_serializer: ParquetSerializer | None = None,
     **options: Any,
 ) -> dict[str, DatasetMetadataResult]:
-    st, fw = cube_write_front(
-        operation,
-        cube,
-        store,
-        lambda c: concat_input(data, c),
-        **options,
-    )
-    if fw.complete:
+    st, fw = cube_write_front(operation, cube, store, lambda c: concat_input(data, c), **options)
+    if fw.complete:  # a retried step: every dataset already records the transaction
         return handles(st, cube, fw.done)
-    inputs = prepare_inputs(cube, fw.frames, fw.partition_on, fw.payload)
-    out = execute_write(st, fw.plan(cube, inputs), serializer_arg(df_serializer or CUBE_SERIALIZER))
-    return {**handles(st, cube, fw.done), **out}
+    plan = fw.plan(cube, prepare_inputs(cube, fw.frames, fw.partition_on, fw.payload))
+    chunks = write_plan_files(st, plan, cube_serializer(df_serializer))
+    return handles(st, cube, fw.done, commit_all(st, plan, dict(chunks)))
 
 
 @fill
@@ -161,12 +156,7 @@ def build_cube(
     InvalidInputError, InvalidTypeError, SchemaError, DatasetExistsError, EmptyInputError
         Any rule of the cube write path; nothing is written then.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
-    >>> cube = kf.Cube(["COUNTRY_CODE"], ["YEAR"], uuid_prefix="docs_build")
-    >>> df = pd.DataFrame({"COUNTRY_CODE": ["DE", "FR"], "YEAR": [2024, 2024],
-    ...                    "SALES": [10.0, 20.0]})
+    $cube_examples
     >>> sorted(kf.build_cube(df, cube, "memory://docs-build"))
     ['seed']
     """

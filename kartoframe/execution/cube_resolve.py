@@ -9,7 +9,7 @@ through it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -27,7 +27,7 @@ from kartoframe.plan.cube_write import Operation
 from kartoframe.storage.cube_members import load_checked, load_cube_datasets
 from kartoframe.storage.store import Store
 
-__all__ = ["resolve_cube_operation"]
+__all__ = ["frames_by_dataset", "resolve_cube_operation"]
 
 
 def resolve_cube_operation(
@@ -81,3 +81,20 @@ def _done(st: Store, cube: Cube, ids: set[str], commit: CommitOptions) -> frozen
     with ThreadPoolExecutor(max_workers=min(8, len(ordered))) as pool:
         flags = list(pool.map(lambda u: already_recorded(st, u, commit), uuids))
     return frozenset(i for i, f in zip(ordered, flags) if f)
+
+
+def frames_by_dataset(data: object, cube: Cube, check: Callable[[str, Any], Any]) -> dict[str, Any]:
+    """An engine's cube input as ``{dataset_id: frame}``.
+
+    ``data`` is a dict, a single frame (the seed's) or None (nothing); every id is
+    validated, then every frame goes through ``check(dataset_id, frame)`` (the engine's
+    checks and conversions; None stays a possible frame).
+    """
+    if data is None:
+        return {}
+    given = data if isinstance(data, dict) else {cube.seed_dataset: data}
+    out: dict[str, Any] = {}
+    for ds_id, frame in given.items():
+        cube.ktk_dataset_uuid(ds_id)  # validates the id
+        out[ds_id] = check(ds_id, frame)
+    return out

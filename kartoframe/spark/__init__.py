@@ -23,10 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kartoframe.api._args import (
-    StoreInput,
-    ensure_store,
-)
+from kartoframe.api._args import StoreInput, ensure_store
+from kartoframe.api._cube_args import fill
 from kartoframe.api.read import plan_read
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_engine import ReaderChoice
@@ -123,6 +121,7 @@ def local_session(
     )
 
 
+@fill
 def read_dataset_as_sdf(
     spark: SparkSession,
     dataset_uuid: str,
@@ -142,15 +141,7 @@ def read_dataset_as_sdf(
     ``boolean``, ``ü`` stays ``ü``). Residual predicates become a Spark filter with
     kartoframe's null semantics, which Spark pushes into the Parquet scan.
 
-    Parameters
-    ----------
-    spark
-        The SparkSession.
-    dataset_uuid
-        The dataset.
-    store
-        Store URL, :class:`kartoframe.Store` or factory. Local folders and fsspec
-        object stores work; ``memory://`` does not (executors are other processes).
+    $spark_dataset
     columns
         Projection, in output order (default: all, partition keys first).
     predicates
@@ -200,6 +191,7 @@ def read_dataset_as_sdf(
     return plan_to_sdf(spark, plan, st, reader=reader)
 
 
+@fill
 def query_cube_sdf(
     spark: SparkSession,
     cube: Cube,
@@ -221,8 +213,7 @@ def query_cube_sdf(
 
     Parameters
     ----------
-    spark
-        The SparkSession.
+    $spark
     cube, store, conditions, dimension_columns, partition_by, payload_columns, datasets
         As in :func:`kartoframe.query_cube`.
     sort

@@ -8,25 +8,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from kartoframe.api._args import (
-    StoreInput,
-    serializer_arg,
-    verb_like,
-)
-from kartoframe.api.write import (
-    DatasetMetadataResult,
-)
+from kartoframe.api._args import StoreInput, verb_like
+from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.execution import spark_engine
+from kartoframe.execution.cube_resolve import frames_by_dataset
 from kartoframe.execution.spark_write import conformed_schema
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.cube import Cube
-from kartoframe.format.schema import (
-    SchemaEvolution,
-)
+from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.conditions import ConditionsArg
-from kartoframe.plan.cube_write import (
-    Operation,
-)
+from kartoframe.plan.cube_write import Operation
 from kartoframe.spark._write import DataFrame, _check_sdf
 
 __all__ = [
@@ -37,17 +28,10 @@ __all__ = [
 ]
 
 
-def _cube_frames(data: object, cube: Cube) -> dict[str, DataFrame]:
-    if data is None:
-        return {}
-    dct = data if isinstance(data, dict) else {cube.seed_dataset: data}
-    out: dict[str, DataFrame] = {}
-    for ds_id, sdf in dct.items():
-        cube.ktk_dataset_uuid(ds_id)  # validates the id
-        if sdf is not None:
-            _check_sdf(sdf, f'the data of dataset "{ds_id}"')
-        out[ds_id] = sdf
-    return out
+def _spark_frame(ds_id: str, sdf: DataFrame | None) -> DataFrame | None:
+    if sdf is not None:
+        _check_sdf(sdf, f'the data of dataset "{ds_id}"')
+    return sdf
 
 
 def _write_cube(
@@ -61,17 +45,13 @@ def _write_cube(
     **options: Any,
 ) -> dict[str, DatasetMetadataResult]:
     """Validate everything the schemas allow, plan, then let Spark write and commit."""
-    from kartoframe.api.cube_write import CUBE_SERIALIZER, cube_write_front, handles
+    from kartoframe.api.cube_write import cube_serializer, cube_write_front, handles
     from kartoframe.execution.spark_cube_write import write_cube_sdfs
 
     spark_engine.require_pyspark()
+    adapt = functools.partial(frames_by_dataset, data, check=_spark_frame)
     st, fw = cube_write_front(
-        operation,
-        cube,
-        store,
-        lambda c: _cube_frames(data, c),
-        check_store=spark_engine.check_store,
-        **options,
+        operation, cube, store, adapt, check_store=spark_engine.check_store, **options
     )
     if fw.complete:  # a retried step: every dataset already records the transaction
         return handles(st, cube, fw.done)
@@ -84,14 +64,11 @@ def _write_cube(
         st,
         fw.plan(cube, fw.schema_inputs(cube, lambda sdf: sdf.columns, schema)),
         {k: v for k, v in fw.frames.items() if v is not None},
-        serializer_arg(df_serializer or CUBE_SERIALIZER),
+        cube_serializer(df_serializer),
         repartition=repartition,
         require_rows=operation != "update",
     )
-    return {
-        **handles(st, cube, fw.done),
-        **{k: DatasetMetadataResult(h.uuid, st) for k, h in headers.items()},
-    }
+    return handles(st, cube, fw.done, headers)
 
 
 def build_cube_from_sdf(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store
+from kartoframe.api._cube_args import fill
 from kartoframe.api.optimize import optimize_arguments, prepared_optimize
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_optimize import optimize_with_spark
@@ -18,6 +19,7 @@ SparkSession = Any
 __all__ = ["optimize_dataset"]
 
 
+@fill
 def optimize_dataset(
     spark: SparkSession, dataset_uuid: str, store: StoreInput, **options: Any
 ) -> OptimizeResult:
@@ -34,15 +36,7 @@ def optimize_dataset(
     after an earlier one) and an application transaction the dataset already records run
     no Spark job.
 
-    Parameters
-    ----------
-    spark
-        The SparkSession.
-    dataset_uuid
-        The dataset.
-    store
-        Store URL, :class:`kartoframe.Store` or factory. Local folders and fsspec
-        object stores work; ``memory://`` does not (executors are other processes).
+    $spark_dataset
     **options
         The keywords of :func:`kartoframe.optimize_dataset` (``progress`` excepted):
         ``target_file_size``, ``sort_by``, ``sort_method``, ``predicates`` (on partition
