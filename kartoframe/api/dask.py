@@ -11,16 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.errors import (
-    InvalidInputError,
-)
-from kartoframe.execution.read_plan import plan_ddf_read
-from kartoframe.plan.arguments import check_uuid, resolve_factory
+from kartoframe.api._args import StoreInput, read_front
+from kartoframe.api._docs import fill
+from kartoframe.errors import InvalidInputError
 
 __all__ = ["read_dataset_as_ddf"]
 
 
+@fill
 def read_dataset_as_ddf(
     dataset_uuid: str | None = None,
     store: StoreInput | None = None,
@@ -91,9 +89,7 @@ def read_dataset_as_ddf(
     DatasetNotFoundError
         The dataset does not exist.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> df = pd.DataFrame({"country": ["DE", "FR", "DE"], "units": [1, 2, 3]})
     >>> _ = kf.store_dataframes_as_dataset(store="memory://ddf-example",
     ...     dataset_uuid="sales", dfs=[df], partition_on=["country"])
@@ -110,22 +106,8 @@ def read_dataset_as_ddf(
     from kartoframe.execution import dask_engine as de
 
     de.dask_modules()
-    if not isinstance(predicate_pushdown_to_io, bool):
-        raise InvalidInputError("predicate_pushdown_to_io must be a bool.")
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
     with de.gc_paused():
-        plan, st, loaded, output = plan_ddf_read(
-            check_uuid(dataset_uuid),
-            ensure_store(store),
-            columns=columns,
-            predicates=predicates,
-            dispatch_by=dispatch_by,
-            categoricals=categoricals,
-            dates_as_object=dates_as_object,
-            dask_index_on=dask_index_on,
-            version=version,
-            as_of=as_of,
-        )
+        plan, st, loaded, output = read_front(locals(), uuid_first=True)
         if table is not None and table != loaded.metadata.table_name:
             raise InvalidInputError(
                 f"Dataset {loaded.metadata.uuid!r} has no table {table!r} (its table is "

@@ -14,12 +14,11 @@ import uuid as _uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, any_serializer_arg, dataset_args
+from kartoframe.api._args import StoreInput, any_serializer_arg, dataset_args, read_front
 from kartoframe.api._docs import fill
 from kartoframe.api.maintenance import delete_dataset, garbage_collect_dataset
 from kartoframe.api.write import DatasetMetadataResult
-from kartoframe.errors import EmptyInputError, InvalidInputError, InvalidTypeError
-from kartoframe.execution.read_plan import plan_ddf_read
+from kartoframe.errors import EmptyInputError, InvalidTypeError
 from kartoframe.execution.write import DataSerializer
 from kartoframe.execution.write_resolve import Front, store_target, update_target, written_extras
 from kartoframe.plan.arguments import str_list
@@ -68,18 +67,7 @@ def read_dataset_as_delayed(
     from kartoframe.execution.graph_delayed import read_graph
 
     de.dask_modules()
-    if not isinstance(predicate_pushdown_to_io, bool):
-        raise InvalidInputError("predicate_pushdown_to_io must be a bool.")
-    uuid, st = dataset_args(dataset_uuid, store, factory, uuid_first=True)
-    plan, st, loaded, output = plan_ddf_read(
-        uuid,
-        st,
-        columns=columns,
-        predicates=predicates,
-        dispatch_by=dispatch_by,
-        categoricals=categoricals,
-        dates_as_object=dates_as_object,
-    )
+    plan, st, loaded, output = read_front(locals(), uuid_first=True)
     return read_graph(plan, st, loaded, output, dates_as_object=dates_as_object)
 
 

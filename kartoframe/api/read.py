@@ -8,11 +8,10 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.api._args import StoreInput
+from kartoframe.api._args import StoreInput, read_front, same_parameters
 from kartoframe.api._docs import fill
 from kartoframe.api.metadata import DatasetMetadata as DatasetMetadata
 from kartoframe.api.metadata import read_dataset_metadata as read_dataset_metadata
-from kartoframe.errors import InvalidInputError
 from kartoframe.execution.kernel import (
     iter_plan_batches,
     read_plan_table,
@@ -20,7 +19,6 @@ from kartoframe.execution.kernel import (
     to_frame,
 )
 from kartoframe.execution.read_plan import plan_read as plan_read
-from kartoframe.plan.arguments import resolve_factory
 from kartoframe.progress import ProgressBar, progress_enabled
 
 __all__ = [
@@ -31,11 +29,6 @@ __all__ = [
     "read_dataset_metadata",
     "read_table",
 ]
-
-
-def _check_pushdown(predicate_pushdown_to_io: object) -> None:
-    if not isinstance(predicate_pushdown_to_io, bool):
-        raise InvalidInputError("predicate_pushdown_to_io must be a bool.")
 
 
 @fill
@@ -88,9 +81,7 @@ def read_table(
     pandas.DataFrame
         Typed from the dataset schema even when no row matches.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> df = pd.DataFrame({"country": ["DE", "FR", "DE"], "units": [1, 2, 3]})
     >>> _ = kf.store_dataframes_as_dataset(store="memory://rt-example",
     ...     dataset_uuid="sales", dfs=[df], partition_on=["country"])
@@ -98,19 +89,8 @@ def read_table(
     ...               predicates=[[("country", "==", "DE")]])["units"].tolist()
     [1, 3]
     """
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    _check_pushdown(predicate_pushdown_to_io)
-    plan, st = plan_read(
-        dataset_uuid,
-        store,
-        columns=columns,
-        predicates=predicates,
-        categoricals=categoricals,
-        dates_as_object=dates_as_object,
-        version=version,
-        as_of=as_of,
-        consistent_integers=False,  # one frame: its own nulls decide
-    )
+    # one frame: its own nulls decide (consistent_integers=False)
+    plan, st, _, _ = read_front(locals(), uuid_first=False, dask=False, consistent_integers=False)
     if progress_enabled(progress):
         n_files = sum(len(t.files) for t in plan.tasks)
         with ProgressBar(f"reading {plan.dataset_uuid}", n_files, unit="files") as bar:
@@ -120,34 +100,6 @@ def read_table(
                 bar.advance(n)
         return to_frame(plan, pa.concat_tables(tables))
     return to_frame(plan, read_plan_table(plan, st))
-
-
-def read_dataset_as_dataframes(
-    dataset_uuid: str | None = None,
-    store: StoreInput | None = None,
-    columns: Sequence[str] | None = None,
-    predicate_pushdown_to_io: bool = True,
-    categoricals: Sequence[str] | None = None,
-    dates_as_object: bool = True,
-    predicates: object = None,
-    dispatch_by: Sequence[str] | None = None,
-    version: int | None = None,
-    as_of: object = None,
-    factory: Any = None,
-) -> list[pd.DataFrame]:
-    """Read a dataset as a list of DataFrames, one per partition or dispatch group.
-
-    ``dispatch_by=None`` gives one frame per data file, ``[]`` one frame for all,
-    and a list of indexed columns one frame per distinct value combination (sorted).
-    Parameters (including ``version`` / ``as_of`` for time travel) as in
-    :func:`read_table`.
-    """
-    return list(
-        read_dataset_as_dataframes__iterator(
-            dataset_uuid, store, columns, predicate_pushdown_to_io, categoricals,
-            dates_as_object, predicates, dispatch_by, version, as_of, factory,
-        )
-    )  # fmt: skip
 
 
 def read_dataset_as_dataframes__iterator(
@@ -168,22 +120,22 @@ def read_dataset_as_dataframes__iterator(
     Memory stays bounded by the largest partition. Parameters as in
     :func:`read_dataset_as_dataframes`.
     """
-    dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    _check_pushdown(predicate_pushdown_to_io)
-    plan, st = plan_read(
-        dataset_uuid,
-        store,
-        columns=columns,
-        predicates=predicates,
-        dispatch_by=dispatch_by,
-        categoricals=categoricals,
-        dates_as_object=dates_as_object,
-        version=version,
-        as_of=as_of,
-    )
+    plan, st, _, _ = read_front(locals(), uuid_first=False, dask=False)
     for task in plan.tasks:
         frame = read_task_frame(plan, task, st)
         if len(frame) == 0 and any(v is None for _, v in task.dispatch_values):
             continue  # the null group of a secondary-index dispatch, when there are no nulls
         yield frame
         del frame  # do not hold the previous frame while the next one is decoded
+
+
+@same_parameters(read_dataset_as_dataframes__iterator)
+def read_dataset_as_dataframes(*args: Any, **kwargs: Any) -> list[pd.DataFrame]:
+    """Read a dataset as a list of DataFrames, one per partition or dispatch group.
+
+    ``dispatch_by=None`` gives one frame per data file, ``[]`` one frame for all,
+    and a list of indexed columns one frame per distinct value combination (sorted).
+    Parameters (including ``version`` / ``as_of`` for time travel) as in
+    :func:`read_table`.
+    """
+    return list(read_dataset_as_dataframes__iterator(*args, **kwargs))
