@@ -86,8 +86,7 @@ def read_dataset_as_ddf(
     ------
     MissingDependencyError
         dask is not installed.
-    DatasetNotFoundError
-        The dataset does not exist.
+    $not_found
 
     $examples
     >>> df = pd.DataFrame({"country": ["DE", "FR", "DE"], "units": [1, 2, 3]})

@@ -107,10 +107,7 @@ def store_dataset_from_ddf(
     metadata_merger
         Accepted for plateau compatibility (a new dataset has no metadata to merge).
 
-    Returns
-    -------
-    dask.delayed.Delayed
-        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+    $returns_delayed
 
     Raises
     ------
@@ -220,10 +217,7 @@ def update_dataset_from_ddf(
     factory
         plateau's ``DatasetFactory`` instead of ``dataset_uuid`` and ``store``.
 
-    Returns
-    -------
-    dask.delayed.Delayed
-        Computes to a :class:`kartoframe.DatasetMetadataResult`.
+    $returns_delayed
 
     Examples
     --------

@@ -21,14 +21,13 @@ from kartoframe.storage.store import Store
 __all__ = ["DatasetMetadata", "read_dataset_metadata"]
 
 
+@fill
 class DatasetMetadata:
     """A loaded dataset header plus its schema, for inspection.
 
     Obtain it with :func:`read_dataset_metadata` or :meth:`load_from_store`.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> _ = kf.store_dataframes_as_dataset(
     ...     store="memory://md-example", dataset_uuid="sales",
     ...     dfs=[pd.DataFrame({"country": ["DE", "FR"], "units": [1, 2]})],

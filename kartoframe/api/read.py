@@ -72,9 +72,7 @@ def read_table(
     as_of
         Read the version that was current at this time (``datetime`` — naive means UTC —,
         ``pandas.Timestamp``, ISO string or epoch milliseconds).
-    factory
-        plateau's ``DatasetFactory`` (or any object with ``dataset_uuid`` and
-        ``store_factory``) instead of ``dataset_uuid`` and ``store``.
+    $factory
 
     Returns
     -------

@@ -170,8 +170,7 @@ def store_dataframes_as_dataset(
 
     Parameters
     ----------
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $store
     dataset_uuid
         Name of the dataset (``[A-Za-z0-9+_-]+``).
     dfs
@@ -199,9 +198,7 @@ def store_dataframes_as_dataset(
     SchemaError
         Frames have incompatible schemas.
 
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
+    $examples
     >>> df = pd.DataFrame({"country": ["DE", "FR"], "product": [1, 2], "units": [5, 7]})
     >>> kf.store_dataframes_as_dataset(store="memory://store-example", dataset_uuid="sales",
     ...     dfs=[df], partition_on=["country"], secondary_indices=["product"]).uuid
