@@ -61,6 +61,12 @@ Parameters
 $spark
 $uuid
 $spark_store
+== spark_raises
+Raises
+------
+MissingDependencyError
+    pyspark is not installed.
+$not_found
 """
     )
 )

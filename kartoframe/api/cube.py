@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api._cube_args import fill, same_params
+from kartoframe.api._cube_args import check_cube, fill, same_params
 from kartoframe.api.read import DatasetMetadata
-from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.cube_join import run_merged
 from kartoframe.execution.read_resolve import resolve_cube_query
 from kartoframe.format.cube import Cube, check_datasets, cube_from_members, member_from_loaded
@@ -33,10 +32,6 @@ from kartoframe.storage.store import Store
 
 if TYPE_CHECKING:
     import dask.dataframe as dd
-
-
-#: the loaders the cube fronts share (imported from here by the write and admin fronts)
-_checked = load_checked
 
 __all__ = [
     "discover_cube",
@@ -84,7 +79,7 @@ def discover_datasets(
         A requested dataset is missing or a cube rule is broken (e.g. no seed).
     """
     st = ensure_store(store)
-    return _metadata(st, _checked(cube, st, filter_ktk_cube_dataset_ids))
+    return _metadata(st, load_checked(cube, st, filter_ktk_cube_dataset_ids))
 
 
 def discover_cube(
@@ -166,13 +161,12 @@ def plan_cube_query(
         A needed statistics file the header references is missing or undecodable
         (``build_dataset_statistics`` rebuilds it).
     """
-    if not isinstance(cube, Cube):
-        raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
+    check_cube(cube)
     st = ensure_store(store)
     if isinstance(datasets, str):
         datasets = [datasets]
     if loaded is None:
-        members = _checked(cube, st, datasets)
+        members = load_checked(cube, st, datasets)
     else:
         members = _selected(cube, {k: md._loaded for k, md in loaded.items()}, datasets)
     plan = resolve_cube_query(

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from kartoframe.api._args import StoreInput, ensure_store, maintenance_flags
-from kartoframe.api._docs import fill
+from kartoframe.api._cube_args import check_cube, fill
 from kartoframe.api.cube import load_cube_datasets
-from kartoframe.errors import DatasetNotFoundError, InvalidTypeError
+from kartoframe.errors import DatasetNotFoundError
 from kartoframe.format.cube import Cube, str_tuple
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.plan.cube_copy import plan_cube_copy
@@ -18,12 +18,6 @@ from kartoframe.storage.retention import GRACE_HOURS, check_grace
 from kartoframe.storage.store import Store
 
 __all__ = ["cleanup_cube", "collect_stats", "copy_cube", "delete_cube"]
-
-
-def _check_cube(cube: object) -> Cube:
-    if not isinstance(cube, Cube):
-        raise InvalidTypeError(f"cube must be a kartoframe.Cube, got {type(cube).__name__}.")
-    return cube
 
 
 def _selected(store: Store, cube: Cube, datasets: object) -> dict[str, LoadedDataset]:
@@ -40,7 +34,7 @@ def delete_cube(cube: Cube, store: StoreInput, datasets: Iterable[str] | None = 
     writers lose), then the files its header references and its log are removed. Files no
     header references (garbage) are left to :func:`cleanup_cube`, as in kartothek.
     """
-    _check_cube(cube)
+    check_cube(cube)
     st = ensure_store(store)
     for _ds_id, loaded in sorted(_selected(st, cube, datasets).items()):
         delete_loaded(st, loaded)
@@ -99,7 +93,7 @@ def cleanup_cube(
     CorruptMetadataError
         A dataset's header or log is corrupt (nothing of it is deleted).
     """
-    _check_cube(cube)
+    check_cube(cube)
     st = ensure_store(store)
     maintenance_flags(dry_run, force)
     grace = check_grace(grace_hours, force=force, what="cleanup_cube")
@@ -113,7 +107,7 @@ def collect_stats(
 
     Row counts come from the Parquet footers (ranged reads), sizes from the store.
     """
-    _check_cube(cube)
+    check_cube(cube)
     st = ensure_store(store)
     return {
         ds_id: footer_sizes(st, loaded.metadata)
@@ -142,7 +136,7 @@ def copy_cube(
     dict
         Source dataset id -> target dataset uuid.
     """
-    _check_cube(cube)
+    check_cube(cube)
     src, tgt = ensure_store(src_store), ensure_store(tgt_store)
     renamed = dict(renamed_datasets or {})
     if renamed_cube_prefix is not None:

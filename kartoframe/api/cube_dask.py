@@ -20,6 +20,7 @@ from kartoframe.api._cube_args import check_cube
 from kartoframe.api.cube_write import cube_serializer, cube_write_front, handles
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.cube_resolve import frames_by_dataset
+from kartoframe.execution.cube_write import CubeWriteJob
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.cube import Cube, str_tuple
@@ -81,16 +82,9 @@ def _write_dask(
         lambda ddf: ddf.columns,
         lambda ds_id, ddf: frame_to_table(ddf._meta, what=f'the meta of dataset "{ds_id}"').schema,
     )
-    graph = write_graph(
-        st,
-        fw.plan(cube, inputs),
-        fw.frames,
-        cube_serializer(df_serializer),
-        shuffle=shuffle,
-        num_buckets=num_buckets,
-        bucket_by=buckets,
-        require_rows=operation != "update",
-    )
+    plan = fw.plan(cube, inputs)
+    job = CubeWriteJob(st, plan, fw.frames, cube_serializer(df_serializer), operation != "update")
+    graph = write_graph(job, shuffle=shuffle, num_buckets=num_buckets, bucket_by=buckets)
     return delayed(handles, pure=True)(st, cube, fw.done, graph)
 
 

@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import uuid as _uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
-from kartoframe.execution.cube_write import (
-    ChunkFailure,
-    commit_all,
-    safe_write_chunk,
-)
-from kartoframe.execution.cube_write import require_rows as check_rows
+from kartoframe.execution.cube_write import ChunkFailure, CubeWriteJob, safe_write_chunk
 from kartoframe.execution.dask_engine import delayed, no_string_conversion
 from kartoframe.execution.dask_write import BUCKET_COLUMN, shuffle_for_write
 from kartoframe.execution.write import ChunkResult, ParquetSerializer
 from kartoframe.format.cube import Cube
 from kartoframe.format.header import DatasetHeader
-from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite
+from kartoframe.plan.cube_write import DatasetWrite
 from kartoframe.storage.store import Store
 
 __all__ = ["CubeCommitter", "write_graph"]
@@ -61,9 +56,7 @@ class ChunkWriter:
 class CubeCommitter:
     """The final task: commit every dataset (seed last) or undo and raise."""
 
-    store: Store
-    plan: CubeWritePlan
-    require_rows: bool
+    job: CubeWriteJob  # without its frames (the graph carries them)
     token: str
 
     def __call__(
@@ -71,13 +64,11 @@ class CubeCommitter:
     ) -> dict[str, DatasetHeader]:
         """Collect the chunk outcomes per dataset and commit."""
         chunks: dict[str, list[ChunkResult | ChunkFailure]] = {
-            w.dataset_id: [] for w in self.plan.writes
+            w.dataset_id: [] for w in self.job.plan.writes
         }
         for ds_id, results in outcomes:
             chunks[ds_id].extend(results)
-        if self.require_rows:
-            check_rows(self.store, self.plan, chunks)
-        return commit_all(self.store, self.plan, chunks)
+        return self.job.commit(chunks)
 
     def __dask_tokenize__(self) -> tuple[str, str]:
         return ("kartoframe-cube-committer", self.token)
@@ -88,33 +79,27 @@ def _tagged(ds_id: str, results: list[ChunkResult | ChunkFailure]) -> tuple[str,
 
 
 def write_graph(
-    store: Store,
-    plan: CubeWritePlan,
-    frames: Mapping[str, Any],
-    serializer: ParquetSerializer,
+    job: CubeWriteJob,
     *,
     shuffle: bool = False,
     num_buckets: int = 1,
     bucket_by: Sequence[str] = (),
-    require_rows: bool = True,
 ) -> Any:
     """A ``Delayed`` writing every partition of every frame, then committing each dataset."""
     token = _uuid.uuid4().hex
     outcomes = []
-    for w in plan.writes:
-        ddf = frames.get(w.dataset_id)
+    for w in job.plan.writes:
+        ddf = job.frames.get(w.dataset_id)
         if ddf is None:
             continue
         if shuffle and w.partition_on:
             ddf = shuffle_for_write(ddf, w.partition_on, list(bucket_by), num_buckets)
         with no_string_conversion():
             parts = ddf.to_delayed(optimize_graph=True)
-        writer = delayed(ChunkWriter(store, plan.cube, w, serializer, token), pure=True)
-        tag = delayed(_tagged, pure=True)
+        writer = ChunkWriter(job.store, job.plan.cube, w, job.serializer, token)
+        write, tag = delayed(writer, pure=True), delayed(_tagged, pure=True)
         for i, p in enumerate(parts):
-            result = writer(
-                p, i, dask_key_name=(f"kartoframe-cube-write-{token}-{w.dataset_id}", i)
-            )
+            result = write(p, i, dask_key_name=(f"kartoframe-cube-write-{token}-{w.dataset_id}", i))
             outcomes.append(tag(w.dataset_id, result))
-    committer = CubeCommitter(store, plan, require_rows, token)
+    committer = CubeCommitter(dataclasses.replace(job, frames={}), token)
     return delayed(committer, pure=True)(outcomes, dask_key_name=f"kartoframe-cube-commit-{token}")

@@ -37,6 +37,7 @@ from kartoframe.storage.store import Store
 
 __all__ = [
     "ChunkFailure",
+    "CubeWriteJob",
     "commit_all",
     "require_rows",
     "write_dataset_chunk",
@@ -287,3 +288,26 @@ def _commit_dataset(
         commit=plan.commit,
         operation_parameters={"cube_operation": plan.operation},
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class CubeWriteJob:
+    """A planned cube write as the dask and Spark engines run it: the engine's frame per
+    dataset, written with ``serializer``, then :meth:`commit` once (seed last).
+
+    ``require_rows``: refuse a written dataset without rows (every operation but update).
+    """
+
+    store: Store
+    plan: CubeWritePlan
+    frames: Mapping[str, Any]
+    serializer: ParquetSerializer
+    require_rows: bool = True
+
+    def commit(
+        self, chunks: Mapping[str, Sequence[ChunkResult | ChunkFailure]]
+    ) -> dict[str, DatasetHeader]:
+        """Check the rows (``require_rows``), then commit every dataset or undo and raise."""
+        if self.require_rows:
+            require_rows(self.store, self.plan, chunks)
+        return commit_all(self.store, self.plan, chunks)

@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
 
 import pyarrow as pa
 
 from kartoframe.execution import spark_write
-from kartoframe.execution.cube_write import commit_all
-from kartoframe.execution.cube_write import require_rows as check_rows
-from kartoframe.execution.write import ChunkResult, ParquetSerializer, delete_files
+from kartoframe.execution.cube_write import CubeWriteJob
+from kartoframe.execution.write import ChunkResult, delete_files
 from kartoframe.format.cube import Cube
 from kartoframe.format.header import DatasetHeader
-from kartoframe.plan.cube_write import CubeWritePlan, DatasetWrite
-from kartoframe.storage.store import Store
+from kartoframe.plan.cube_write import DatasetWrite
 
 __all__ = ["write_cube_sdfs"]
 
@@ -40,15 +36,7 @@ def _zones(schema: pa.Schema) -> dict[str, str | None]:
     }
 
 
-def write_cube_sdfs(
-    store: Store,
-    plan: CubeWritePlan,
-    frames: Mapping[str, Any],
-    serializer: ParquetSerializer,
-    *,
-    repartition: bool = True,
-    require_rows: bool = True,
-) -> dict[str, DatasetHeader]:
+def write_cube_sdfs(job: CubeWriteJob, *, repartition: bool = True) -> dict[str, DatasetHeader]:
     """Write every dataset's Spark DataFrame, then commit the datasets (seed last).
 
     Raises
@@ -59,26 +47,25 @@ def write_cube_sdfs(
         A cube rule broken by the data (found by an executor) or a commit conflict;
         every file written for the operation is deleted and no header changes.
     """
-    chunks: dict[str, list[ChunkResult]] = {w.dataset_id: [] for w in plan.writes}
+    chunks: dict[str, list[ChunkResult]] = {w.dataset_id: [] for w in job.plan.writes}
     try:
-        for w in plan.writes:
-            sdf = frames.get(w.dataset_id)
+        for w in job.plan.writes:
+            sdf = job.frames.get(w.dataset_id)
             if sdf is None:
                 continue
             slim = dataclasses.replace(w, table=None, base=None, replaces=None)
             chunks[w.dataset_id] = spark_write.write_sdf(
                 sdf,
-                store,
+                job.store,
                 w.uuid,
-                serializer=serializer,
+                serializer=job.serializer,
                 timezones=_zones(w.schema),
                 repartition=repartition,
-                prepare=CubeChunk(plan.cube, slim),
+                prepare=CubeChunk(job.plan.cube, slim),
                 **w.chunk_arguments(),
             )
-        if require_rows:
-            check_rows(store, plan, chunks)
     except BaseException:
-        delete_files(store, [p.key for cs in chunks.values() for c in cs for p in c.partitions])
+        keys = [p.key for cs in chunks.values() for c in cs for p in c.partitions]
+        delete_files(job.store, keys)
         raise
-    return commit_all(store, plan, chunks)
+    return job.commit(chunks)  # require_rows deletes the files itself before it raises

@@ -158,12 +158,7 @@ def read_dataset_as_sdf(
     pyspark.sql.DataFrame
         Lazy; row order is not defined (as for every Spark DataFrame).
 
-    Raises
-    ------
-    MissingDependencyError
-        pyspark is not installed.
-    DatasetNotFoundError
-        The dataset does not exist.
+    $spark_raises
     ColumnNotFoundError, InvalidPredicateError, InvalidTypeError
         Bad columns or predicates (checked before Spark runs anything).
     SparkPythonWorkerError

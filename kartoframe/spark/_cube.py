@@ -12,6 +12,7 @@ from kartoframe.api._args import StoreInput, verb_like
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.execution import spark_engine
 from kartoframe.execution.cube_resolve import frames_by_dataset
+from kartoframe.execution.cube_write import CubeWriteJob
 from kartoframe.execution.spark_write import conformed_schema
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.cube import Cube
@@ -60,15 +61,10 @@ def _write_cube(
         base = fw.existing.get(ds_id) if operation in ("append", "update") else None
         return conformed_schema(sdf, base.schema if base is not None else None)[0]
 
-    headers = write_cube_sdfs(
-        st,
-        fw.plan(cube, fw.schema_inputs(cube, lambda sdf: sdf.columns, schema)),
-        {k: v for k, v in fw.frames.items() if v is not None},
-        cube_serializer(df_serializer),
-        repartition=repartition,
-        require_rows=operation != "update",
-    )
-    return handles(st, cube, fw.done, headers)
+    plan = fw.plan(cube, fw.schema_inputs(cube, lambda sdf: sdf.columns, schema))
+    frames = {k: v for k, v in fw.frames.items() if v is not None}
+    job = CubeWriteJob(st, plan, frames, cube_serializer(df_serializer), operation != "update")
+    return handles(st, cube, fw.done, write_cube_sdfs(job, repartition=repartition))
 
 
 def build_cube_from_sdf(

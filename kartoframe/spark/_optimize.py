@@ -49,12 +49,7 @@ def optimize_dataset(
         Files and bytes removed and added, the partitions optimized and skipped, the
         new version.
 
-    Raises
-    ------
-    MissingDependencyError
-        pyspark is not installed.
-    DatasetNotFoundError
-        The dataset does not exist.
+    $spark_raises
     InvalidInputError, InvalidTypeError
         An invalid option (checked on the driver before Spark runs anything).
     CommitConflictError
