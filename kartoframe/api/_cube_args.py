@@ -1,26 +1,18 @@
-"""What the cube fronts (eager, dask, Spark) share: signatures reused, docstring fragments.
+"""What the cube fronts (eager, dask, Spark) share: the cube check, docstring fragments.
 
-:func:`same_params` gives a front the parameters of another one: one typed signature
-source, seen alike by mypy (``ParamSpec``), :func:`inspect.signature`, ``help()`` and
-Sphinx. The cube fragments below extend :mod:`kartoframe.api._docs` (use its ``$name``
+The cube and Spark fragments below extend :mod:`kartoframe.api._docs` (use their ``$name``
 lines with :func:`fill`, imported from here so the fragments are registered first).
+Fronts with the same parameters share one signature with
+:func:`kartoframe.api._args.same_parameters`.
 """
 
 from __future__ import annotations
-
-import functools
-import inspect
-from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
 
 from kartoframe.api._docs import _TEXT, FRAGMENTS, _fragments, fill
 from kartoframe.errors import InvalidTypeError
 from kartoframe.format.cube import Cube
 
-__all__ = ["check_cube", "fill", "same_params"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
+__all__ = ["check_cube", "fill"]
 
 # parsed after the shared text, so ``$store`` and the like resolve
 FRAGMENTS.update(
@@ -70,33 +62,6 @@ $not_found
 """
     )
 )
-
-
-def same_params(template: Callable[P, Any]) -> Callable[[Callable[..., R]], Callable[P, R]]:
-    """Decorator: the function takes exactly ``template``'s parameters.
-
-    The decorated function is written with ``**arguments`` and receives every parameter
-    by name, defaults applied; its own return annotation and docstring (fragments
-    expanded) are kept. ``__signature__`` is ``template``'s, so ``inspect.signature``,
-    ``help()`` and Sphinx show the same keyword list mypy checks calls against.
-    """
-    signature = inspect.signature(template)
-
-    def decorate(func: Callable[..., R]) -> Callable[P, R]:
-        own = signature.replace(return_annotation=inspect.signature(func).return_annotation)
-
-        @functools.wraps(func)
-        def front(*args: P.args, **kwargs: P.kwargs) -> R:
-            bound = own.bind(*args, **kwargs)
-            bound.apply_defaults()
-            return func(**bound.arguments)
-
-        front.__signature__ = own  # type: ignore[attr-defined]
-        front.__annotations__ = {**template.__annotations__, "return": own.return_annotation}
-        del front.__wrapped__  # type: ignore[attr-defined]
-        return fill(front)
-
-    return decorate
 
 
 def check_cube(cube: object) -> Cube:

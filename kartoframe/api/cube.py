@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api._cube_args import check_cube, fill, same_params
+from kartoframe.api._args import StoreInput, arguments_of, ensure_store, same_parameters
+from kartoframe.api._cube_args import check_cube, fill
 from kartoframe.api.read import DatasetMetadata
 from kartoframe.execution.cube_join import run_merged
 from kartoframe.execution.read_resolve import resolve_cube_query
@@ -221,8 +221,8 @@ def query_cube(
     return run_merged(plan, st)
 
 
-@same_params(query_cube)
-def query_cube_dataframe(**arguments: Any) -> dd.DataFrame:
+@same_parameters(query_cube)
+def query_cube_dataframe(*args: Any, **kwargs: Any) -> dd.DataFrame:
     """Query a cube as a dask DataFrame (one partition per query group).
 
     Same semantics and arguments as :func:`query_cube`; ``meta`` has the exact result
@@ -232,6 +232,7 @@ def query_cube_dataframe(**arguments: Any) -> dd.DataFrame:
     from kartoframe.execution.cube_dask import plan_to_dataframe
 
     # one frame per group: the same integer dtypes in all of them
+    arguments = arguments_of(query_cube_dataframe, args, kwargs)
     plan, st = plan_cube_query(**arguments, consistent_integers=True)
     result: dd.DataFrame = plan_to_dataframe(plan, st)
     return result
