@@ -281,6 +281,26 @@ def bloom_hashes(values: pa.Array) -> np.ndarray:
     return _splitmix64(arr.astype(np.int64).view(np.uint64) if arr.dtype != np.uint64 else arr)
 
 
+def _any_in_filter(data: np.ndarray, start: int, m_bits: int, k: int, hashes: np.ndarray) -> bool:
+    """Whether one filter (at ``data[start:]``: ``k``, then ``m_bits`` bits) may hold any
+    of ``hashes``.
+    """
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    h1 = hashes & np.uint64(0xFFFFFFFF)
+    h2 = (hashes >> np.uint64(32)) | np.uint64(1)
+    maybe = np.ones(len(hashes), dtype=bool)
+    for i in range(k):
+        with np.errstate(over="ignore"):
+            pos = (h1 + np.uint64(i) * h2) % np.uint64(m_bits)
+        byte = data[start + 1 + (pos >> np.uint64(3)).astype(np.int64)]
+        maybe &= ((byte >> (pos & np.uint64(7)).astype(np.uint8)) & 1) == 1
+        if not maybe.any():
+            return False
+        keep = np.flatnonzero(maybe)
+        h1, h2, maybe = h1[keep], h2[keep], maybe[keep]
+    return bool(len(maybe))
+
+
 def _bloom_positions(h: np.ndarray, m_bits: np.ndarray | int, k: int) -> np.ndarray:
     """Bit positions ``(h1 + i*h2) mod m`` for i < k (shape ``(k, len(h))``)."""
     h1 = h & np.uint64(0xFFFFFFFF)
@@ -327,6 +347,12 @@ def bloom_may_contain(blooms: pa.Array, hashes: np.ndarray) -> np.ndarray:
         return out
     ks = data[starts].astype(np.int64)
     m_bits = ((lengths - 1) * 8).astype(np.uint64)
+    if len(hashes) > len(idx):
+        # many values, few filters (a merge's keys): each filter tests all values at once
+        for j in range(len(idx)):
+            if _any_in_filter(data, int(starts[j]), int(m_bits[j]), int(ks[j]), hashes):
+                out[idx[j]] = True
+        return out
     for h in hashes:
         hit = np.ones(len(idx), dtype=bool)
         for i in range(int(ks.max())):

@@ -140,6 +140,52 @@ class _Column:
         lo, hi = b
         return self.cmp("min", "<=", lo) & self.cmp("max", ">=", hi)
 
+    def any_in_range(self, values: Sequence[Any]) -> Mask:
+        """Test ``min <= v <= max`` for any of ``values`` at once (unknown -> True): a
+        binary search of the sorted values per file, not a pass over the files per value.
+        """
+        if self.min is None or self.max is None or self.type is None:
+            return np.ones(self.n, dtype=bool)
+        if not len(values):
+            return np.zeros(self.n, dtype=bool)
+        domain = self._domain(values)
+        if domain is None:
+            out = np.zeros(self.n, dtype=bool)
+            for x in values:
+                out |= self.in_range(x)
+            return out
+        vals = np.sort(np.asarray(domain.to_numpy(zero_copy_only=False)))
+        unknown = pc.or_(self.min.is_null(), self.max.is_null())
+        known = ~np.asarray(unknown.to_numpy(zero_copy_only=False), dtype=bool)
+        idx = np.flatnonzero(known)
+        out = ~known
+        if len(vals) and len(idx):
+            lo = np.asarray(self.min.take(pa.array(idx)).to_numpy(zero_copy_only=False))
+            hi = np.asarray(self.max.take(pa.array(idx)).to_numpy(zero_copy_only=False))
+            first = np.searchsorted(vals, lo, side="left")  # the least value >= min
+            inside = first < len(vals)
+            out[idx[inside]] = vals[first[inside]] <= hi[inside]
+        return out
+
+    def _domain(self, values: Sequence[Any]) -> pa.Array | None:
+        """The distinct non-null (non-NaN) ``values`` as an array comparable with
+        ``min``/``max`` (timestamps as µs integers; None: not convertible).
+        """
+        t = self.type
+        assert t is not None
+        try:
+            items = [v.as_py() if isinstance(v, pa.Scalar) else v for v in values]
+            if pa.types.is_timestamp(t):
+                return None  # the literal's own unit and zone: :meth:`bounds` per value
+            arr = pa.array(items).cast(t)
+        except _SCALAR_ERRORS:
+            return None
+        if pa.types.is_floating(t):
+            arr = pc.filter(arr, pc.invert(pc.is_nan(arr)))
+        if pa.types.is_decimal(t) or pa.types.is_boolean(t):
+            return None  # numpy compares these element by element: the plain loop is as good
+        return pc.unique(arr.drop_null())
+
     def all_equal(self, value: Any) -> Mask:
         """Every non-null value is ``value`` (unknown -> False)."""
         out = np.zeros(self.n, dtype=bool)
@@ -193,9 +239,7 @@ def _literal_may_match(lit: Literal, col: _Column) -> Mask:
     if op in ("in", "not in"):
         vals = list(v)
         if op == "in":
-            hit = np.zeros(col.n, dtype=bool)
-            for x in vals:
-                hit |= col.in_range(x)
+            hit = col.any_in_range(vals)
             hit &= col.values_meet(vals) & col.bloom_meets(vals) & col.nonnull
             return (hit | col.null) if lit.has_null else hit
         covered = col.values_within(vals)
