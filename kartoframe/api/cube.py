@@ -11,19 +11,19 @@ multi-dataset write is in progress. Maintenance (delete, copy, cleanup, stats) l
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from kartoframe.api._args import StoreInput, arguments_of, ensure_store, same_parameters
 from kartoframe.api._cube_args import check_cube, fill
+from kartoframe.api._cube_signatures import PLAN_QUERY, QUERY
 from kartoframe.api.read import DatasetMetadata
 from kartoframe.execution.cube_join import run_merged
 from kartoframe.execution.read_resolve import resolve_cube_query
 from kartoframe.format.cube import Cube, check_datasets, cube_from_members, member_from_loaded
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_query import CubeQueryPlan
 from kartoframe.storage.cube_members import load_checked
 from kartoframe.storage.cube_members import load_cube_datasets as load_cube_datasets
@@ -132,18 +132,8 @@ def _metadata(store: Store, datasets: Mapping[str, LoadedDataset]) -> dict[str, 
 # -- queries -----------------------------------------------------------------------------
 
 
-def plan_cube_query(
-    cube: Cube,
-    store: StoreInput,
-    conditions: ConditionsArg = None,
-    datasets: Iterable[str] | None = None,
-    dimension_columns: Iterable[str] | None = None,
-    partition_by: Iterable[str] | None = None,
-    payload_columns: Iterable[str] | None = None,
-    consistent_integers: bool = False,
-    *,
-    loaded: Mapping[str, DatasetMetadata] | None = None,
-) -> tuple[CubeQueryPlan, Store]:
+@same_parameters(PLAN_QUERY)
+def plan_cube_query(*args: Any, **kwargs: Any) -> tuple[CubeQueryPlan, Store]:
     """Resolve the cube's metadata and plan a query (no data file is opened).
 
     Loads headers and schemas, validates the request, loads only the secondary indices of
@@ -161,37 +151,22 @@ def plan_cube_query(
         A needed statistics file the header references is missing or undecodable
         (``build_dataset_statistics`` rebuilds it).
     """
-    check_cube(cube)
-    st = ensure_store(store)
+    query = arguments_of(plan_cube_query, args, kwargs)  # what is left goes to the resolve
+    cube = check_cube(query.pop("cube"))
+    st = ensure_store(query.pop("store"))
+    datasets, loaded = query.pop("datasets"), query.pop("loaded")
     if isinstance(datasets, str):
         datasets = [datasets]
     if loaded is None:
         members = load_checked(cube, st, datasets)
     else:
         members = _selected(cube, {k: md._loaded for k, md in loaded.items()}, datasets)
-    plan = resolve_cube_query(
-        st,
-        cube,
-        members,
-        conditions=conditions,
-        dimension_columns=dimension_columns,
-        partition_by=partition_by,
-        payload_columns=payload_columns,
-        consistent_integers=consistent_integers,
-    )
-    return plan, st
+    return resolve_cube_query(st, cube, members, **query), st
 
 
 @fill
-def query_cube(
-    cube: Cube,
-    store: StoreInput,
-    conditions: ConditionsArg = None,
-    datasets: Iterable[str] | None = None,
-    dimension_columns: Iterable[str] | None = None,
-    partition_by: Iterable[str] | None = None,
-    payload_columns: Iterable[str] | None = None,
-) -> list[pd.DataFrame]:
+@same_parameters(QUERY)
+def query_cube(*args: Any, **kwargs: Any) -> list[pd.DataFrame]:
     """Query a cube into pandas.
 
     The seed defines the cells; other datasets are left-joined on their dimension
@@ -215,13 +190,10 @@ def query_cube(
       COUNTRY_CODE  SALES  YEAR
     0           FR   20.0  2024
     """
-    plan, st = plan_cube_query(
-        cube, store, conditions, datasets, dimension_columns, partition_by, payload_columns
-    )
-    return run_merged(plan, st)
+    return run_merged(*plan_cube_query(**arguments_of(query_cube, args, kwargs)))
 
 
-@same_parameters(query_cube)
+@same_parameters(QUERY)
 def query_cube_dataframe(*args: Any, **kwargs: Any) -> dd.DataFrame:
     """Query a cube as a dask DataFrame (one partition per query group).
 

@@ -12,11 +12,12 @@ written by the graph are deleted.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
-from kartoframe.api._args import StoreInput, verb_like
+from kartoframe.api._args import StoreInput, arguments_of, same_parameters, verb_like
 from kartoframe.api._cube_args import check_cube
+from kartoframe.api._cube_signatures import DASK_APPEND, DASK_BUILD, DASK_UPDATE
 from kartoframe.api.cube_write import cube_serializer, cube_write_front, handles
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.cube_resolve import frames_by_dataset
@@ -24,8 +25,6 @@ from kartoframe.execution.cube_write import CubeWriteJob
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.cube import Cube, str_tuple
-from kartoframe.format.schema import SchemaEvolution
-from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_write import Operation, check_user_frame
 
 __all__ = [
@@ -88,21 +87,8 @@ def _write_dask(
     return delayed(handles, pure=True)(st, cube, fw.done, graph)
 
 
-def build_cube_from_dataframe(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    overwrite: bool = False,
-    partition_on: Mapping[str, Iterable[str]] | None = None,
-    shuffle: bool = False,
-    num_buckets: int = 1,
-    bucket_by: Iterable[str] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> Any:
+@same_parameters(DASK_BUILD)
+def build_cube_from_dataframe(*args: Any, **kwargs: Any) -> Any:
     """Build a cube from dask DataFrames (a frame for the seed, or ``{dataset_id: ddf}``).
 
     Parameters
@@ -124,7 +110,7 @@ def build_cube_from_dataframe(
     dask.delayed.Delayed
         Computing it writes the cube and returns ``{dataset_id: handle}``.
     """
-    return _write_dask("build", **locals())
+    return _write_dask("build", **arguments_of(build_cube_from_dataframe, args, kwargs))
 
 
 extend_cube_from_dataframe = verb_like(
@@ -138,46 +124,20 @@ extend_cube_from_dataframe = verb_like(
 )
 
 
-def append_to_cube_from_dataframe(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    shuffle: bool = False,
-    num_buckets: int = 1,
-    bucket_by: Iterable[str] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> Any:
+@same_parameters(DASK_APPEND)
+def append_to_cube_from_dataframe(*args: Any, **kwargs: Any) -> Any:
     """Append dask DataFrames to existing datasets (see :func:`kartoframe.append_to_cube`).
 
     ``schema_evolution``, ``app_id``, ``app_version`` and ``commit_info`` work as there.
     """
-    return _write_dask("append", **locals())
+    return _write_dask("append", **arguments_of(append_to_cube_from_dataframe, args, kwargs))
 
 
-def update_cube_from_dataframe(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    remove_conditions: ConditionsArg = None,
-    ktk_cube_dataset_ids: Iterable[str] | None = None,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    shuffle: bool = False,
-    num_buckets: int = 1,
-    bucket_by: Iterable[str] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> Any:
+@same_parameters(DASK_UPDATE)
+def update_cube_from_dataframe(*args: Any, **kwargs: Any) -> Any:
     """Remove partitions and append dask DataFrames, one commit per dataset.
 
     See :func:`kartoframe.update_cube` (``schema_evolution``, ``app_id``, ``app_version``
     and ``commit_info`` work as there).
     """
-    return _write_dask("update", **locals())
+    return _write_dask("update", **arguments_of(update_cube_from_dataframe, args, kwargs))

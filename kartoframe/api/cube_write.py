@@ -13,8 +13,16 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kartoframe.api._args import StoreInput, ensure_store, serializer_arg, verb_like
+from kartoframe.api._args import (
+    StoreInput,
+    arguments_of,
+    ensure_store,
+    same_parameters,
+    serializer_arg,
+    verb_like,
+)
 from kartoframe.api._cube_args import check_cube, fill
+from kartoframe.api._cube_signatures import APPEND, BUILD, REMOVE, UPDATE
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.execution.cube_resolve import resolve_cube_operation
 from kartoframe.execution.cube_write import commit_all, write_plan_files
@@ -22,9 +30,8 @@ from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.commit_args import CommitOptions, check_commit_info
 from kartoframe.format.cube import CUBE_COMPRESSION, Cube
 from kartoframe.format.header import DatasetHeader
-from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.arguments import evolution_arg
-from kartoframe.plan.conditions import ConditionsArg, Conjunction
+from kartoframe.plan.conditions import Conjunction
 from kartoframe.plan.cube_front import FrameWrite
 from kartoframe.plan.cube_rules import concat_input, prepare_inputs
 from kartoframe.plan.cube_write import Operation
@@ -112,18 +119,8 @@ def _write(
 
 
 @fill
-def build_cube(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    overwrite: bool = False,
-    partition_on: Mapping[str, Iterable[str]] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> dict[str, DatasetMetadataResult]:
+@same_parameters(BUILD)
+def build_cube(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Create a cube: the seed and any other datasets, in one operation.
 
     Parameters
@@ -160,7 +157,7 @@ def build_cube(
     >>> sorted(kf.build_cube(df, cube, "memory://docs-build"))
     ['seed']
     """
-    return _write("build", **locals())
+    return _write("build", **arguments_of(build_cube, args, kwargs))
 
 
 extend_cube = verb_like(
@@ -177,17 +174,8 @@ must not exist in other datasets (except in datasets being replaced, so
 
 
 @fill
-def append_to_cube(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> dict[str, DatasetMetadataResult]:
+@same_parameters(APPEND)
+def append_to_cube(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Add rows to existing datasets (no removal): newer rows win per cell at query time.
 
     ``partition_on`` is taken from the stored datasets and all their secondary indices are
@@ -199,23 +187,12 @@ def append_to_cube(
     app_id, app_version, commit_info, metadata, df_serializer
         As in :func:`build_cube`.
     """
-    return _write("append", **locals())
+    return _write("append", **arguments_of(append_to_cube, args, kwargs))
 
 
 @fill
-def update_cube(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    remove_conditions: ConditionsArg = None,
-    ktk_cube_dataset_ids: Iterable[str] | None = None,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> dict[str, DatasetMetadataResult]:
+@same_parameters(UPDATE)
+def update_cube(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Remove partitions and append rows, in one commit per dataset.
 
     Parameters
@@ -232,20 +209,12 @@ def update_cube(
     $cube_evolution
     $cube_txn
     """
-    return _write("update", **locals())
+    return _write("update", **arguments_of(update_cube, args, kwargs))
 
 
 @fill
-def remove_partitions(
-    cube: Cube,
-    store: StoreInput,
-    conditions: ConditionsArg = None,
-    ktk_cube_dataset_ids: Iterable[str] | None = None,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> dict[str, DatasetMetadataResult]:
+@same_parameters(REMOVE)
+def remove_partitions(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Remove the physical partitions selected by conditions on cube partition columns.
 
     A dataset without partition keys (or not partitioned by the condition's columns) loses
@@ -261,6 +230,6 @@ def remove_partitions(
         ``{dataset_id: {key: value}}``: keys to set (none can be deleted).
     $cube_txn
     """
-    options = dict(locals())
+    options = arguments_of(remove_partitions, args, kwargs)
     conditions = options.pop("conditions")
     return _write("remove", data=None, remove_conditions=Conjunction(conditions), **options)

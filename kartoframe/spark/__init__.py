@@ -20,17 +20,16 @@ See ``docs/spark.md``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, ensure_store
+from kartoframe.api._args import StoreInput, arguments_of, ensure_store, same_parameters
 from kartoframe.api._cube_args import fill
+from kartoframe.api._cube_signatures import SPARK_QUERY
 from kartoframe.api.read import plan_read
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_engine import ReaderChoice
 from kartoframe.execution.spark_read import plan_to_sdf
-from kartoframe.format.cube import Cube
-from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.spark._cube import (
     append_to_cube_from_sdf,
     build_cube_from_sdf,
@@ -187,18 +186,8 @@ def read_dataset_as_sdf(
 
 
 @fill
-def query_cube_sdf(
-    spark: SparkSession,
-    cube: Cube,
-    store: StoreInput,
-    conditions: ConditionsArg = None,
-    dimension_columns: Iterable[str] | None = None,
-    partition_by: Iterable[str] | None = None,
-    payload_columns: Iterable[str] | None = None,
-    datasets: Iterable[str] | None = None,
-    *,
-    sort: bool = True,
-) -> DataFrame:
+@same_parameters(SPARK_QUERY)
+def query_cube_sdf(*args: Any, **kwargs: Any) -> DataFrame:
     """Query a cube as a Spark DataFrame, with :func:`kartoframe.query_cube`'s semantics.
 
     The cube is planned by kartoframe (metadata, needed indices, pruning, dataset
@@ -237,9 +226,8 @@ def query_cube_sdf(
     from kartoframe.api.cube import plan_cube_query
     from kartoframe.execution.spark_cube import cube_plan_to_sdf
 
+    query = arguments_of(query_cube_sdf, args, kwargs)
+    spark, sort = query.pop("spark"), query.pop("sort")
     spark_engine.require_pyspark()
-    spark_engine.check_store(ensure_store(store))
-    plan, st = plan_cube_query(
-        cube, store, conditions, datasets, dimension_columns, partition_by, payload_columns
-    )
-    return cube_plan_to_sdf(spark, plan, st, sort=sort)
+    spark_engine.check_store(ensure_store(query["store"]))
+    return cube_plan_to_sdf(spark, *plan_cube_query(**query), sort=sort)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
 
-from kartoframe.api._args import StoreInput, verb_like
+from kartoframe.api._args import StoreInput, arguments_of, same_parameters, verb_like
+from kartoframe.api._cube_signatures import SPARK_APPEND, SPARK_BUILD, SPARK_UPDATE
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.execution import spark_engine
 from kartoframe.execution.cube_resolve import frames_by_dataset
@@ -16,8 +16,6 @@ from kartoframe.execution.cube_write import CubeWriteJob
 from kartoframe.execution.spark_write import conformed_schema
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.cube import Cube
-from kartoframe.format.schema import SchemaEvolution
-from kartoframe.plan.conditions import ConditionsArg
 from kartoframe.plan.cube_write import Operation
 from kartoframe.spark._write import DataFrame, _check_sdf
 
@@ -67,20 +65,8 @@ def _write_cube(
     return handles(st, cube, fw.done, write_cube_sdfs(job, repartition=repartition))
 
 
-def build_cube_from_sdf(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    overwrite: bool = False,
-    partition_on: Mapping[str, Iterable[str]] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    *,
-    repartition: bool = True,
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> dict[str, DatasetMetadataResult]:
+@same_parameters(SPARK_BUILD)
+def build_cube_from_sdf(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Build a cube from Spark DataFrames (a DataFrame for the seed, or ``{id: sdf}``).
 
     Everything the schemas allow is checked before Spark runs (columns, seed and
@@ -107,7 +93,7 @@ def build_cube_from_sdf(
     dict
         Dataset id -> handle of the committed dataset.
     """
-    return _write_cube("build", **locals())
+    return _write_cube("build", **arguments_of(build_cube_from_sdf, args, kwargs))
 
 
 extend_cube_from_sdf = verb_like(
@@ -121,47 +107,23 @@ See :func:`kartoframe.extend_cube` and :func:`build_cube_from_sdf`.
 )
 
 
-def append_to_cube_from_sdf(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    *,
-    repartition: bool = True,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> dict[str, DatasetMetadataResult]:
+@same_parameters(SPARK_APPEND)
+def append_to_cube_from_sdf(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Append Spark DataFrames to existing cube datasets (newer rows win per cell).
 
     See :func:`kartoframe.append_to_cube` (``schema_evolution``) and
     :func:`build_cube_from_sdf` (``repartition``, ``app_id``, ``app_version``,
     ``commit_info``).
     """
-    return _write_cube("append", **locals())
+    return _write_cube("append", **arguments_of(append_to_cube_from_sdf, args, kwargs))
 
 
-def update_cube_from_sdf(
-    data: Any,
-    cube: Cube,
-    store: StoreInput,
-    remove_conditions: ConditionsArg = None,
-    ktk_cube_dataset_ids: Iterable[str] | None = None,
-    metadata: Mapping[str, Mapping[str, Any]] | None = None,
-    df_serializer: ParquetSerializer | None = None,
-    *,
-    repartition: bool = True,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> dict[str, DatasetMetadataResult]:
+@same_parameters(SPARK_UPDATE)
+def update_cube_from_sdf(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Remove partitions and append Spark DataFrames, one commit per dataset.
 
     See :func:`kartoframe.update_cube` (``schema_evolution``) and
     :func:`build_cube_from_sdf` (``repartition``, ``app_id``, ``app_version``,
     ``commit_info``).
     """
-    return _write_cube("update", **locals())
+    return _write_cube("update", **arguments_of(update_cube_from_sdf, args, kwargs))

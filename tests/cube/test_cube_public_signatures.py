@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -482,6 +483,22 @@ def test_public_signature_is_pinned(qualname: str) -> None:
     func = _function(qualname)
     assert func.__name__ == qualname.rsplit(".", 1)[1]
     assert func.__doc__ and func.__doc__.strip() and "$" not in func.__doc__
+
+
+#: the verbs built from one signature source (kartoframe.api._cube_signatures)
+COMPOSED = [
+    f"kartoframe.{name}"
+    for verb in ("build", "extend", "append_to", "update")
+    for name in (f"{verb}_cube", f"{verb}_cube_from_dataframe", f"spark.{verb}_cube_from_sdf")
+] + ["kartoframe.remove_partitions", "kartoframe.query_cube", "kartoframe.spark.query_cube_sdf"]
+
+
+@pytest.mark.parametrize("qualname", COMPOSED)
+def test_type_hints_resolve(qualname: str) -> None:
+    """The verbs built from one signature source keep resolvable annotations."""
+    assert qualname in BLOCKS
+    hints = typing.get_type_hints(_function(qualname))
+    assert set(hints) >= set(inspect.signature(_function(qualname)).parameters)
 
 
 def test_the_expected_blocks_parse() -> None:

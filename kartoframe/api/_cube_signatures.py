@@ -1,0 +1,280 @@
+"""The keyword lists of the cube verbs (kartothek's API), each keyword declared once.
+
+A group below declares some keywords (name, type, default) once; a verb's signature source
+is a dataclass made of its groups, and :func:`signature` turns it into the function
+:func:`kartoframe.api._args.same_parameters` reads: the public verb then has exactly
+these parameters for mypy (``ParamSpec``), :func:`inspect.signature`, ``help()`` and
+Sphinx. The eager, dask and Spark verbs differ only in the groups they add.
+
+Dataclass fields come in reverse MRO order: a source lists its groups **last first**
+(``class _Build(_Txn, _Serializer, _Placement, _Metadata, _CubeStore, _Data)`` takes
+``data, cube, store, metadata, overwrite, partition_on, df_serializer, app_id, ...``);
+keyword-only groups (``kw_only=True``) go after all the others, in the same order.
+``tests/cube/test_cube_public_signatures.py`` pins every resulting signature.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, ParamSpec
+
+from kartoframe.api._args import StoreInput
+from kartoframe.api.metadata import DatasetMetadata
+from kartoframe.execution.write import ParquetSerializer
+from kartoframe.format.cube import Cube
+from kartoframe.format.schema import SchemaEvolution
+from kartoframe.plan.conditions import ConditionsArg
+
+#: ``pyspark.sql.SparkSession`` (pyspark is imported by the Spark engine only).
+SparkSession = Any
+
+P = ParamSpec("P")
+
+__all__ = [
+    "APPEND",
+    "BUILD",
+    "DASK_APPEND",
+    "DASK_BUILD",
+    "DASK_UPDATE",
+    "PLAN_QUERY",
+    "QUERY",
+    "REMOVE",
+    "SPARK_APPEND",
+    "SPARK_BUILD",
+    "SPARK_QUERY",
+    "SPARK_UPDATE",
+    "UPDATE",
+    "signature",
+]
+
+
+def signature(source: Callable[P, Any]) -> Callable[P, None]:
+    """A function with the parameters of ``source`` (a dataclass of keyword groups): the
+    source :func:`~kartoframe.api._args.same_parameters` gives a public verb.
+    """
+
+    def parameters(*args: P.args, **kwargs: P.kwargs) -> None:
+        raise NotImplementedError  # a signature source, never called
+
+    sig = inspect.signature(source)  # the annotations as written (strings)
+    parameters.__signature__ = sig.replace(return_annotation=sig.empty)  # type: ignore[attr-defined]
+    # evaluated here, so typing.get_type_hints works on the verbs in their own modules
+    hints = typing.get_type_hints(source)
+    parameters.__annotations__ = {name: hints[name] for name in sig.parameters}
+    return parameters
+
+
+# -- the keyword groups ----------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Spark:
+    spark: SparkSession
+
+
+@dataclasses.dataclass
+class _Data:
+    data: Any
+
+
+@dataclasses.dataclass
+class _CubeStore:
+    cube: Cube
+    store: StoreInput
+
+
+@dataclasses.dataclass
+class _Input(_CubeStore, _Data):  # data, cube, store
+    pass
+
+
+@dataclasses.dataclass
+class _Conditions:
+    conditions: ConditionsArg = None
+
+
+@dataclasses.dataclass
+class _RemoveConditions:
+    remove_conditions: ConditionsArg = None
+
+
+@dataclasses.dataclass
+class _DatasetIds:
+    ktk_cube_dataset_ids: Iterable[str] | None = None
+
+
+@dataclasses.dataclass
+class _Removal(_DatasetIds, _RemoveConditions):  # remove_conditions, ktk_cube_dataset_ids
+    pass
+
+
+@dataclasses.dataclass
+class _Metadata:
+    metadata: Mapping[str, Mapping[str, Any]] | None = None
+
+
+@dataclasses.dataclass
+class _Placement:
+    overwrite: bool = False
+    partition_on: Mapping[str, Iterable[str]] | None = None
+
+
+@dataclasses.dataclass
+class _Shuffle:
+    shuffle: bool = False
+    num_buckets: int = 1
+    bucket_by: Iterable[str] | None = None
+
+
+@dataclasses.dataclass
+class _Serializer:
+    df_serializer: ParquetSerializer | None = None
+
+
+@dataclasses.dataclass
+class _Evolution:
+    schema_evolution: SchemaEvolution = "none"
+
+
+@dataclasses.dataclass
+class _Txn:
+    app_id: str | None = None
+    app_version: int | None = None
+    commit_info: Mapping[str, Any] | None = None
+
+
+# Spark's cube writes take everything after ``df_serializer`` by keyword only
+
+
+@dataclasses.dataclass(kw_only=True)
+class _Repartition:
+    repartition: bool = True
+
+
+@dataclasses.dataclass(kw_only=True)
+class _KwEvolution:
+    schema_evolution: SchemaEvolution = "none"
+
+
+@dataclasses.dataclass(kw_only=True)
+class _KwTxn:
+    app_id: str | None = None
+    app_version: int | None = None
+    commit_info: Mapping[str, Any] | None = None
+
+
+@dataclasses.dataclass
+class _Datasets:
+    datasets: Iterable[str] | None = None
+
+
+@dataclasses.dataclass
+class _Shape:
+    dimension_columns: Iterable[str] | None = None
+    partition_by: Iterable[str] | None = None
+    payload_columns: Iterable[str] | None = None
+
+
+@dataclasses.dataclass
+class _Planning:
+    consistent_integers: bool = False
+
+
+@dataclasses.dataclass(kw_only=True)
+class _Loaded:
+    loaded: Mapping[str, DatasetMetadata] | None = None
+
+
+@dataclasses.dataclass(kw_only=True)
+class _Sort:
+    sort: bool = True
+
+
+# -- the verbs (groups last first) -----------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Build(_Txn, _Serializer, _Placement, _Metadata, _Input):
+    pass
+
+
+@dataclasses.dataclass
+class _Append(_Txn, _Evolution, _Serializer, _Metadata, _Input):
+    pass
+
+
+@dataclasses.dataclass
+class _Update(_Txn, _Evolution, _Serializer, _Metadata, _Removal, _Input):
+    pass
+
+
+@dataclasses.dataclass
+class _Remove(_Txn, _Metadata, _DatasetIds, _Conditions, _CubeStore):
+    pass
+
+
+@dataclasses.dataclass
+class _DaskBuild(_Txn, _Serializer, _Shuffle, _Placement, _Metadata, _Input):
+    pass
+
+
+@dataclasses.dataclass
+class _DaskAppend(_Txn, _Evolution, _Serializer, _Shuffle, _Metadata, _Input):
+    pass
+
+
+@dataclasses.dataclass
+class _DaskUpdate(_Txn, _Evolution, _Serializer, _Shuffle, _Metadata, _Removal, _Input):
+    pass
+
+
+@dataclasses.dataclass
+class _SparkBuild(_KwTxn, _Repartition, _Serializer, _Placement, _Metadata, _Input):
+    pass
+
+
+@dataclasses.dataclass
+class _SparkAppend(_KwTxn, _KwEvolution, _Repartition, _Serializer, _Metadata, _Input):
+    pass
+
+
+@dataclasses.dataclass
+class _SparkUpdate(_KwTxn, _KwEvolution, _Repartition, _Serializer, _Metadata, _Removal, _Input):
+    pass
+
+
+@dataclasses.dataclass
+class _Query(_Shape, _Datasets, _Conditions, _CubeStore):
+    pass
+
+
+@dataclasses.dataclass
+class _PlanQuery(_Loaded, _Planning, _Shape, _Datasets, _Conditions, _CubeStore):
+    pass
+
+
+@dataclasses.dataclass
+class _SparkQuery(_Sort, _Datasets, _Shape, _Conditions, _CubeStore, _Spark):
+    pass
+
+
+#: build_cube and extend_cube
+BUILD = signature(_Build)
+APPEND = signature(_Append)
+UPDATE = signature(_Update)
+REMOVE = signature(_Remove)
+#: build_cube_from_dataframe and extend_cube_from_dataframe
+DASK_BUILD = signature(_DaskBuild)
+DASK_APPEND = signature(_DaskAppend)
+DASK_UPDATE = signature(_DaskUpdate)
+#: build_cube_from_sdf and extend_cube_from_sdf
+SPARK_BUILD = signature(_SparkBuild)
+SPARK_APPEND = signature(_SparkAppend)
+SPARK_UPDATE = signature(_SparkUpdate)
+#: query_cube and query_cube_dataframe
+QUERY = signature(_Query)
+PLAN_QUERY = signature(_PlanQuery)
+SPARK_QUERY = signature(_SparkQuery)
