@@ -7,9 +7,10 @@ these parameters for mypy (``ParamSpec``), :func:`inspect.signature`, ``help()``
 Sphinx. The eager, dask and Spark verbs differ only in the groups they add.
 
 Dataclass fields come in reverse MRO order: a source lists its groups **last first**
-(``class _Build(_Txn, _Serializer, _Placement, _Metadata, _CubeStore, _Data)`` takes
-``data, cube, store, metadata, overwrite, partition_on, df_serializer, app_id, ...``);
-keyword-only groups (``kw_only=True``) go after all the others, in the same order.
+(``class _Build(_Txn, _Serializer, _Placement, _Metadata, _Input)`` takes ``data, cube,
+store, metadata, overwrite, partition_on, df_serializer, app_id, ...``); keyword-only
+fields (``kw_only=True`` groups, fields after ``KW_ONLY``) come after all the others,
+in the same order.
 ``tests/cube/test_cube_public_signatures.py`` pins every resulting signature.
 """
 
@@ -32,23 +33,6 @@ from kartoframe.plan.conditions import ConditionsArg
 SparkSession = Any
 
 P = ParamSpec("P")
-
-__all__ = [
-    "APPEND",
-    "BUILD",
-    "DASK_APPEND",
-    "DASK_BUILD",
-    "DASK_UPDATE",
-    "PLAN_QUERY",
-    "QUERY",
-    "REMOVE",
-    "SPARK_APPEND",
-    "SPARK_BUILD",
-    "SPARK_QUERY",
-    "SPARK_UPDATE",
-    "UPDATE",
-    "signature",
-]
 
 
 def signature(source: Callable[P, Any]) -> Callable[P, None]:
@@ -178,21 +162,6 @@ class _Shape:
     payload_columns: Iterable[str] | None = None
 
 
-@dataclasses.dataclass
-class _Planning:
-    consistent_integers: bool = False
-
-
-@dataclasses.dataclass(kw_only=True)
-class _Loaded:
-    loaded: Mapping[str, DatasetMetadata] | None = None
-
-
-@dataclasses.dataclass(kw_only=True)
-class _Sort:
-    sort: bool = True
-
-
 # -- the verbs (groups last first) -----------------------------------------------------
 
 
@@ -252,13 +221,16 @@ class _Query(_Shape, _Datasets, _Conditions, _CubeStore):
 
 
 @dataclasses.dataclass
-class _PlanQuery(_Loaded, _Planning, _Shape, _Datasets, _Conditions, _CubeStore):
-    pass
+class _PlanQuery(_Shape, _Datasets, _Conditions, _CubeStore):
+    consistent_integers: bool = False
+    _: dataclasses.KW_ONLY
+    loaded: Mapping[str, DatasetMetadata] | None = None
 
 
 @dataclasses.dataclass
-class _SparkQuery(_Sort, _Datasets, _Shape, _Conditions, _CubeStore, _Spark):
-    pass
+class _SparkQuery(_Datasets, _Shape, _Conditions, _CubeStore, _Spark):
+    _: dataclasses.KW_ONLY
+    sort: bool = True
 
 
 #: build_cube and extend_cube
