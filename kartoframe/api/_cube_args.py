@@ -19,6 +19,10 @@ FRAGMENTS.update(
     _fragments(
         _TEXT
         + """\
+== cube_prefix
+uuid_prefix
+    The cube prefix.
+$store
 == cube_query_params
 cube
     The cube spec.

@@ -45,6 +45,7 @@ __all__ = [
 # -- discovery -------------------------------------------------------------------------
 
 
+@fill
 def discover_datasets_unchecked(
     uuid_prefix: str, store: StoreInput, filter_ktk_cube_dataset_ids: object = None
 ) -> dict[str, DatasetMetadata]:
@@ -52,10 +53,7 @@ def discover_datasets_unchecked(
 
     Parameters
     ----------
-    uuid_prefix
-        The cube prefix.
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $cube_prefix
     filter_ktk_cube_dataset_ids
         Only these dataset ids.
 
@@ -82,6 +80,7 @@ def discover_datasets(
     return _metadata(st, load_checked(cube, st, filter_ktk_cube_dataset_ids))
 
 
+@fill
 def discover_cube(
     uuid_prefix: str, store: StoreInput, filter_ktk_cube_dataset_ids: object = None
 ) -> Cube:
@@ -93,10 +92,7 @@ def discover_cube(
 
     Parameters
     ----------
-    uuid_prefix
-        The cube prefix.
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $cube_prefix
     filter_ktk_cube_dataset_ids
         Only consider these datasets (the seed must be among them).
 
