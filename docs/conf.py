@@ -70,6 +70,7 @@ API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("Maintaining datasets", ("kartoframe.api.maintenance", "kartoframe.api.copy")),
     ("Optimizing datasets and cubes", ("kartoframe.api.optimize", "kartoframe.plan.optimize")),
+    ("Merging rows (upserts)", ("kartoframe.api.merge", "kartoframe.plan.merge")),
     (
         "Schema and statistics",
         (

@@ -57,6 +57,7 @@ from kartoframe.api.maintenance import (
     delete_dataset,
     garbage_collect_dataset,
 )
+from kartoframe.api.merge import MergeResult, merge_dataset
 from kartoframe.api.optimize import (
     OptimizeResult,
     optimize_cube,
@@ -126,6 +127,8 @@ __all__ = [
     "dataset_history",
     "vacuum_dataset",
     "OptimizeResult",
+    "merge_dataset",
+    "MergeResult",
     "optimize_cube",
     "optimize_dataset",
     "optimize_dataset_as_delayed",

@@ -32,6 +32,7 @@ __all__ = [
     "CorruptMetadataError",
     "DatasetExistsError",
     "DatasetNotFoundError",
+    "DuplicateKeyError",
     "EmptyInputError",
     "FormatError",
     "InvalidInputError",
@@ -100,6 +101,10 @@ class InvalidPredicateError(InvalidInputError):
 
 class NullPartitionValueError(InvalidInputError):
     """A ``partition_on`` column contains nulls (they cannot be encoded in a key)."""
+
+
+class DuplicateKeyError(InvalidInputError):
+    """A merge source holds two rows with the same key (the message names the key)."""
 
 
 class EmptyInputError(InvalidInputError):
