@@ -7,11 +7,9 @@ from collections.abc import Iterable, Mapping
 from kartoframe.api._args import StoreInput, ensure_store, maintenance_flags
 from kartoframe.api._cube_args import check_cube, fill
 from kartoframe.api.cube import load_cube_datasets
-from kartoframe.errors import DatasetNotFoundError
-from kartoframe.format.cube import Cube, str_tuple
+from kartoframe.execution.cube_copy import copy_cube_datasets
+from kartoframe.format.cube import Cube
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.plan.cube_copy import plan_cube_copy
-from kartoframe.storage.dataset_copy import assert_stores_differ, copy_renamed
 from kartoframe.storage.footer_stats import footer_sizes
 from kartoframe.storage.garbage import delete_loaded, prefix_garbage
 from kartoframe.storage.retention import GRACE_HOURS, check_grace
@@ -138,29 +136,12 @@ def copy_cube(
     """
     check_cube(cube)
     src, tgt = ensure_store(src_store), ensure_store(tgt_store)
-    renamed = dict(renamed_datasets or {})
-    if renamed_cube_prefix is not None:
-        cube.copy(uuid_prefix=renamed_cube_prefix)  # validates the prefix
-    for new in renamed.values():
-        cube.ktk_dataset_uuid(new)
-    assert_stores_differ(src, tgt, cube.ktk_dataset_uuid(cube.seed_dataset))
-    wanted = None if datasets is None else set(str_tuple(datasets, "datasets", ordered=False))
-    source = load_cube_datasets(src, cube.uuid_prefix, wanted)
-    if wanted is None and not source:
-        raise DatasetNotFoundError(cube.ktk_dataset_uuid(cube.seed_dataset), src.url)
-    if wanted is not None:
-        missing = sorted(wanted - set(source))
-        if missing:
-            raise DatasetNotFoundError(cube.ktk_dataset_uuid(missing[0]), src.url)
-    target_prefix = renamed_cube_prefix or cube.uuid_prefix
-    plan = plan_cube_copy(
+    return copy_cube_datasets(
         cube,
-        source,
-        load_cube_datasets(tgt, target_prefix),
-        renamed_prefix=renamed_cube_prefix,
-        renamed=renamed,
+        src,
+        tgt,
         overwrite=overwrite,
+        datasets=datasets,
+        renamed_cube_prefix=renamed_cube_prefix,
+        renamed_datasets=renamed_datasets,
     )
-    for ds_id, new_uuid in plan.items():
-        copy_renamed(src, tgt, source[ds_id], new_uuid, overwrite=overwrite)
-    return plan
