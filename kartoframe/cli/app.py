@@ -33,6 +33,7 @@ from kartoframe.cli._maintain import (
     gc_command,
     index_command,
 )
+from kartoframe.cli._merge import merge_command
 from kartoframe.cli._optimize import optimize_command
 from kartoframe.cli._query import query_command
 from kartoframe.cli._stats import stats_command
@@ -154,6 +155,7 @@ for _command in (
     query_command,
     index_command,
     optimize_command,
+    merge_command,
     gc_command,
     vacuum_command,
     copy_command,

@@ -420,3 +420,9 @@ class MergeResult:
     version: int | None
     dry_run: bool
     candidates: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as plain JSON-able values (the CLI's ``--json``)."""
+        out = dataclasses.asdict(self)
+        out["candidates"] = list(self.candidates)
+        return out

@@ -18,7 +18,7 @@ from cli_helpers import BIN, cli_env
 DOCS = pathlib.Path(__file__).parent.parent.parent / "docs"
 BLOCK = re.compile(r"^```(python|console)\n(.*?)^```", re.S | re.M)
 #: Commands that change the store run one after the other, in page order.
-MUTATING = {"index", "copy", "delete", "gc", "cleanup"}
+MUTATING = {"index", "copy", "delete", "gc", "cleanup", "merge"}
 
 
 def _blocks(page: str) -> list[tuple[str, str]]:
