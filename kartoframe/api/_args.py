@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ParamSpec, TypeVar, cast
 
@@ -120,13 +121,19 @@ def same_parameters(source: Callable[P, Any]) -> Callable[[Callable[..., R]], Ca
 
     Public functions that take the same keywords (kartothek's, positional too) are
     written once: the second one is ``def f(*args, **kwargs) -> ...`` and forwards them (or
-    reads them by name with :func:`arguments_of`). ``inspect.signature``, ``help()``, Sphinx
+    reads them by name with :func:`arguments_of`). ``source`` is a function or a dataclass
+    whose fields are the parameters (composed of keyword groups, see
+    :mod:`kartoframe.api._dataset_signatures`). ``inspect.signature``, ``help()``, Sphinx
     and mypy see ``source``'s parameters (names, kinds, order, defaults and annotations)
     and ``f``'s own return annotation. ``f`` itself is returned, not a wrapper: its name,
     module, source and doctests stay its own.
     """
     signature = inspect.signature(source)
-    annotations = {k: v for k, v in source.__annotations__.items() if k != "return"}
+    if isinstance(source, type):  # a dataclass of keyword groups: its fields' types, evaluated
+        hints = typing.get_type_hints(source)  # where written, so get_type_hints works anywhere
+        annotations = {name: hints[name] for name in signature.parameters}
+    else:
+        annotations = {k: v for k, v in source.__annotations__.items() if k != "return"}
 
     def adopt(func: Callable[..., R]) -> Callable[P, R]:
         own = inspect.signature(func).return_annotation

@@ -9,16 +9,16 @@ commits the rebuilt indices in one final task.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, dataset_args
+from kartoframe.api import _dataset_signatures as sig
+from kartoframe.api._args import StoreInput, arguments_of, dataset_args, same_parameters
 from kartoframe.api._docs import fill
 from kartoframe.api.delayed import read_dataset_as_delayed, store_delayed_as_dataset
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.index_build import plan_index_build
-from kartoframe.execution.write import DataSerializer
 from kartoframe.plan.arguments import str_list
 
 __all__ = [
@@ -37,18 +37,8 @@ def _partition_size(partition_size: object) -> int | None:
 
 
 @fill
-def read_dataset_as_dataframe_bag(
-    dataset_uuid: str | None = None,
-    store: StoreInput | None = None,
-    columns: Sequence[str] | None = None,
-    predicate_pushdown_to_io: bool = True,
-    categoricals: Sequence[str] | None = None,
-    dates_as_object: bool = True,
-    predicates: object = None,
-    factory: Any = None,
-    dispatch_by: Sequence[str] | None = None,
-    partition_size: int | None = None,
-) -> Any:
+@same_parameters(sig.ReadBag)
+def read_dataset_as_dataframe_bag(*args: Any, **kwargs: Any) -> Any:
     """A ``dask.bag.Bag`` of DataFrames, one per planned read task.
 
     Parameters are those of :func:`kartoframe.read_dataset_as_delayed`; ``partition_size``
@@ -61,29 +51,16 @@ def read_dataset_as_dataframe_bag(
     >>> sorted(len(d) for d in bag.compute(scheduler="sync"))
     [1, 1]
     """
-    options = {k: v for k, v in locals().items() if k != "partition_size"}
     from kartoframe.execution.graph_delayed import bag_of
 
-    size = _partition_size(partition_size)
+    options = arguments_of(read_dataset_as_dataframe_bag, args, kwargs)
+    size = _partition_size(options.pop("partition_size"))
     return bag_of(read_dataset_as_delayed(**options), size)
 
 
 @fill
-def store_bag_as_dataset(
-    bag: Any,
-    store: StoreInput,
-    dataset_uuid: str | None = None,
-    metadata: Any = None,
-    df_serializer: DataSerializer | None = None,
-    overwrite: bool = False,
-    metadata_merger: Callable[..., Any] | None = None,
-    metadata_version: int = 4,
-    partition_on: Sequence[str] | None = None,
-    metadata_storage_format: str = "json",
-    secondary_indices: Sequence[str] | None = None,
-    table_name: str = "table",
-    sort_partitions_by: Sequence[str] | None = None,
-) -> Any:
+@same_parameters(sig.StoreBag)
+def store_bag_as_dataset(*args: Any, **kwargs: Any) -> Any:
     """Write a bag of DataFrames as a new dataset: one task per bag partition, one commit.
 
     Items may be DataFrames, ``None`` or ``{"data": df}`` dicts (as in plateau). Parameters
@@ -91,9 +68,10 @@ def store_bag_as_dataset(
 
     $returns_delayed
     """
-    options = {k: v for k, v in locals().items() if k != "bag"}
     from dask import bag as db
 
+    options = arguments_of(store_bag_as_dataset, args, kwargs)
+    bag = options.pop("bag")
     if not isinstance(bag, db.Bag):
         raise InvalidTypeError(f"bag must be a dask.bag.Bag, got {type(bag).__name__}.")
     return store_delayed_as_dataset(list(bag.to_delayed()), **options)  # type: ignore[no-untyped-call]

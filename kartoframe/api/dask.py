@@ -8,10 +8,10 @@ it; calling them without dask raises :class:`~kartoframe.errors.MissingDependenc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, read_front
+from kartoframe.api import _dataset_signatures as sig
+from kartoframe.api._args import arguments_of, read_front, same_parameters
 from kartoframe.api._docs import fill
 from kartoframe.errors import InvalidInputError
 
@@ -19,22 +19,8 @@ __all__ = ["read_dataset_as_ddf"]
 
 
 @fill
-def read_dataset_as_ddf(
-    dataset_uuid: str | None = None,
-    store: StoreInput | None = None,
-    *,
-    table: str | None = None,
-    columns: Sequence[str] | None = None,
-    predicates: object = None,
-    dispatch_by: Sequence[str] | None = None,
-    categoricals: Sequence[str] | None = None,
-    dates_as_object: bool = True,
-    predicate_pushdown_to_io: bool = True,
-    dask_index_on: str | None = None,
-    version: int | None = None,
-    as_of: object = None,
-    factory: Any = None,
-) -> Any:
+@same_parameters(sig.ReadDdf)
+def read_dataset_as_ddf(*args: Any, **kwargs: Any) -> Any:
     """Read a dataset as a lazy ``dask.dataframe.DataFrame``.
 
     Building the frame reads the header, the schema and the secondary indices the
@@ -104,15 +90,19 @@ def read_dataset_as_ddf(
     """
     from kartoframe.execution import dask_engine as de
 
+    arguments = arguments_of(read_dataset_as_ddf, args, kwargs)
+    table, dask_index_on = arguments["table"], arguments["dask_index_on"]
     de.dask_modules()
     with de.gc_paused():
-        plan, st, loaded, output = read_front(locals(), uuid_first=True)
+        plan, st, loaded, output = read_front(arguments, uuid_first=True)
         if table is not None and table != loaded.metadata.table_name:
             raise InvalidInputError(
                 f"Dataset {loaded.metadata.uuid!r} has no table {table!r} (its table is "
                 f"{loaded.metadata.table_name!r})."
             )
-        cats = de.known_categories(loaded, plan.categoricals, dates_as_object=dates_as_object)
+        cats = de.known_categories(
+            loaded, plan.categoricals, dates_as_object=arguments["dates_as_object"]
+        )
         token = de.plan_token(
             plan, st, loaded.header_bytes, dask_index_on, de.categories_token(cats)
         )

@@ -5,23 +5,22 @@ dask is imported only when one of these functions runs.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from kartoframe.api._args import StoreInput, any_serializer_arg
+from kartoframe.api import _dataset_signatures as sig
+from kartoframe.api._args import any_serializer_arg, arguments_of, same_parameters
 from kartoframe.api._docs import fill
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
-from kartoframe.execution.write import DataSerializer
 from kartoframe.execution.write_resolve import (
     Front,
     store_target,
     update_target,
     written_extras,
 )
-from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.arguments import str_list
-from kartoframe.plan.write_request import MetadataArg, check_update_input
+from kartoframe.plan.write_request import check_update_input
 
 __all__ = [
     "store_dataset_from_ddf",
@@ -43,30 +42,8 @@ def _check_ddf(ddf: object, allow_none: bool) -> None:
 
 
 @fill
-def store_dataset_from_ddf(
-    ddf: Any,
-    store: StoreInput,
-    dataset_uuid: str,
-    partition_on: Sequence[str] | None = None,
-    secondary_indices: Sequence[str] | None = None,
-    shuffle: bool = False,
-    num_buckets: int = 1,
-    bucket_by: Sequence[str] | None = None,
-    sort_partitions_by: Sequence[str] | None = None,
-    metadata: MetadataArg = None,
-    overwrite: bool = False,
-    table_name: str = "table",
-    df_serializer: DataSerializer | None = None,
-    metadata_storage_format: str = "json",
-    metadata_version: int = 4,
-    repartition_ratio: float | None = None,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-    table: str | None = None,
-    metadata_merger: Callable[..., Any] | None = None,
-) -> Any:
+@same_parameters(sig.StoreDdf)
+def store_dataset_from_ddf(*args: Any, **kwargs: Any) -> Any:
     """Write a dask DataFrame as a new dataset; returns a lazy object that commits once.
 
     Computing the result writes one task per dask partition (each writes its files and
@@ -126,8 +103,9 @@ def store_dataset_from_ddf(
     >>> len(kf.read_dataset_metadata("sales", "memory://ddf-write-example").partitions)
     2
     """
-    _check_ddf(ddf, allow_none=False)
-    return _graph(ddf, store_target(locals()), locals())
+    arguments = arguments_of(store_dataset_from_ddf, args, kwargs)
+    _check_ddf(arguments["ddf"], allow_none=False)
+    return _graph(arguments["ddf"], store_target(arguments), arguments)
 
 
 def _graph(ddf: Any, front: Front, args: Mapping[str, Any]) -> Any:
@@ -160,31 +138,8 @@ def _graph(ddf: Any, front: Front, args: Mapping[str, Any]) -> Any:
 
 
 @fill
-def update_dataset_from_ddf(
-    ddf: Any,
-    store: StoreInput | None = None,
-    dataset_uuid: str | None = None,
-    delete_scope: Sequence[Mapping[str, Any]] | None = None,
-    metadata: MetadataArg = None,
-    df_serializer: DataSerializer | None = None,
-    metadata_merger: Callable[..., Any] | None = None,
-    default_metadata_version: int = 4,
-    partition_on: Sequence[str] | None = None,
-    sort_partitions_by: Sequence[str] | None = None,
-    secondary_indices: Sequence[str] | None = None,
-    shuffle: bool = False,
-    num_buckets: int = 1,
-    bucket_by: Sequence[str] | None = None,
-    table_name: str = "table",
-    metadata_storage_format: str = "json",
-    repartition_ratio: float | None = None,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-    table: str | None = None,
-    factory: Any = None,
-) -> Any:
+@same_parameters(sig.UpdateDdf)
+def update_dataset_from_ddf(*args: Any, **kwargs: Any) -> Any:
     """Add a dask DataFrame to a dataset and/or delete partitions; lazy, one commit.
 
     The dataset is created if it does not exist. The header is read now (for
@@ -232,5 +187,6 @@ def update_dataset_from_ddf(
     >>> sorted(kf.read_table("sales", "memory://ddf-update-example")["country"])
     ['DE', 'IT']
     """
-    _check_ddf(ddf, allow_none=True)
-    return _graph(ddf, update_target(locals()), locals())
+    arguments = arguments_of(update_dataset_from_ddf, args, kwargs)
+    _check_ddf(arguments["ddf"], allow_none=True)
+    return _graph(arguments["ddf"], update_target(arguments), arguments)

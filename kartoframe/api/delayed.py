@@ -11,15 +11,22 @@ the written files and raises if any task failed.
 from __future__ import annotations
 
 import uuid as _uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from kartoframe.api._args import StoreInput, any_serializer_arg, dataset_args, read_front
+from kartoframe.api import _dataset_signatures as sig
+from kartoframe.api._args import (
+    StoreInput,
+    any_serializer_arg,
+    arguments_of,
+    dataset_args,
+    read_front,
+    same_parameters,
+)
 from kartoframe.api._docs import fill
 from kartoframe.api.maintenance import delete_dataset, garbage_collect_dataset
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import EmptyInputError, InvalidTypeError
-from kartoframe.execution.write import DataSerializer
 from kartoframe.execution.write_resolve import Front, store_target, update_target, written_extras
 from kartoframe.plan.arguments import str_list
 from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
@@ -33,17 +40,8 @@ __all__ = [
 ]
 
 
-def read_dataset_as_delayed(
-    dataset_uuid: str | None = None,
-    store: StoreInput | None = None,
-    columns: Sequence[str] | None = None,
-    predicate_pushdown_to_io: bool = True,
-    categoricals: Sequence[str] | None = None,
-    dates_as_object: bool = True,
-    predicates: object = None,
-    factory: Any = None,
-    dispatch_by: Sequence[str] | None = None,
-) -> list[Any]:
+@same_parameters(sig.ReadDelayed)
+def read_dataset_as_delayed(*args: Any, **kwargs: Any) -> list[Any]:
     """One ``dask.delayed`` object per planned read task, each computing to a DataFrame.
 
     The header (and the indices the predicates need) is read now; pruned partitions get no
@@ -66,9 +64,10 @@ def read_dataset_as_delayed(
     from kartoframe.execution import dask_engine as de
     from kartoframe.execution.graph_delayed import read_graph
 
+    arguments = arguments_of(read_dataset_as_delayed, args, kwargs)
     de.dask_modules()
-    plan, st, loaded, output = read_front(locals(), uuid_first=True)
-    return read_graph(plan, st, loaded, output, dates_as_object=dates_as_object)
+    plan, st, loaded, output = read_front(arguments, uuid_first=True)
+    return read_graph(plan, st, loaded, output, dates_as_object=arguments["dates_as_object"])
 
 
 def _tasks(delayed_tasks: object) -> list[Any]:
@@ -97,21 +96,8 @@ def _graph(parts: list[Any], front: Front, args: Mapping[str, Any]) -> Any:
 
 
 @fill
-def store_delayed_as_dataset(
-    delayed_tasks: Sequence[Any],
-    store: StoreInput,
-    dataset_uuid: str | None = None,
-    metadata: Any = None,
-    df_serializer: DataSerializer | None = None,
-    overwrite: bool = False,
-    metadata_merger: Callable[..., Any] | None = None,
-    metadata_version: int = 4,
-    partition_on: Sequence[str] | None = None,
-    metadata_storage_format: str = "json",
-    table_name: str = "table",
-    secondary_indices: Sequence[str] | None = None,
-    sort_partitions_by: Sequence[str] | None = None,
-) -> Any:
+@same_parameters(sig.StoreDelayed)
+def store_delayed_as_dataset(*args: Any, **kwargs: Any) -> Any:
     """Write the results of delayed tasks as a new dataset: one task each, one commit.
 
     Parameters
@@ -135,29 +121,16 @@ def store_delayed_as_dataset(
     DatasetExistsError
         The dataset exists and ``overwrite`` is False (checked now and at commit).
     """
-    parts = _tasks(delayed_tasks)
-    if dataset_uuid is None:
-        dataset_uuid = _uuid.uuid4().hex
-    return _graph(parts, store_target(locals()), locals())
+    arguments = arguments_of(store_delayed_as_dataset, args, kwargs)
+    parts = _tasks(arguments.pop("delayed_tasks"))
+    if arguments["dataset_uuid"] is None:
+        arguments["dataset_uuid"] = _uuid.uuid4().hex
+    return _graph(parts, store_target(arguments), arguments)
 
 
 @fill
-def update_dataset_from_delayed(
-    delayed_tasks: Sequence[Any],
-    store: StoreInput | None = None,
-    dataset_uuid: str | None = None,
-    delete_scope: Sequence[Mapping[str, Any]] | None = None,
-    metadata: Any = None,
-    df_serializer: DataSerializer | None = None,
-    metadata_merger: Callable[..., Any] | None = None,
-    default_metadata_version: int = 4,
-    partition_on: Sequence[str] | None = None,
-    sort_partitions_by: Sequence[str] | None = None,
-    secondary_indices: Sequence[str] | None = None,
-    factory: Any = None,
-    table_name: str = "table",
-    metadata_storage_format: str = "json",
-) -> Any:
+@same_parameters(sig.UpdateDelayed)
+def update_dataset_from_delayed(*args: Any, **kwargs: Any) -> Any:
     """Add the results of delayed tasks to a dataset (created if missing); one commit.
 
     ``delete_scope`` removes matching partitions in the same commit; the header read now
@@ -167,11 +140,12 @@ def update_dataset_from_delayed(
 
     $returns_delayed
     """
-    parts = _tasks(delayed_tasks)
-    front = update_target(locals())
+    arguments = arguments_of(update_dataset_from_delayed, args, kwargs)
+    parts = _tasks(arguments.pop("delayed_tasks"))
+    front = update_target(arguments)
     if front.target is not None and front.target.base is None and not parts:
         raise EmptyInputError(f"Dataset {front.uuid!r} does not exist and no data was given.")
-    return _graph(parts, front, locals())
+    return _graph(parts, front, arguments)
 
 
 def delete_dataset__delayed(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.api._args import StoreInput, read_front, same_parameters
+from kartoframe.api import _dataset_signatures as sig
+from kartoframe.api._args import arguments_of, read_front, same_parameters
 from kartoframe.api._docs import fill
 from kartoframe.api.metadata import DatasetMetadata as DatasetMetadata
 from kartoframe.api.metadata import read_dataset_metadata as read_dataset_metadata
@@ -32,20 +33,8 @@ __all__ = [
 
 
 @fill
-def read_table(
-    dataset_uuid: str | None = None,
-    store: StoreInput | None = None,
-    columns: Sequence[str] | None = None,
-    predicate_pushdown_to_io: bool = True,
-    categoricals: Sequence[str] | None = None,
-    dates_as_object: bool = True,
-    predicates: object = None,
-    *,
-    progress: bool = False,
-    version: int | None = None,
-    as_of: object = None,
-    factory: Any = None,
-) -> pd.DataFrame:
+@same_parameters(sig.ReadTable)
+def read_table(*args: Any, **kwargs: Any) -> pd.DataFrame:
     """Read a dataset (or the rows matching ``predicates``) into one DataFrame.
 
     Pruning runs partition keys -> secondary indices -> per-file statistics (see
@@ -87,9 +76,10 @@ def read_table(
     ...               predicates=[[("country", "==", "DE")]])["units"].tolist()
     [1, 3]
     """
+    arguments = arguments_of(read_table, args, kwargs)
     # one frame: its own nulls decide (consistent_integers=False)
-    plan, st, _, _ = read_front(locals(), uuid_first=False, dask=False, consistent_integers=False)
-    if progress_enabled(progress):
+    plan, st, _, _ = read_front(arguments, uuid_first=False, dask=False, consistent_integers=False)
+    if progress_enabled(arguments["progress"]):
         n_files = sum(len(t.files) for t in plan.tasks)
         with ProgressBar(f"reading {plan.dataset_uuid}", n_files, unit="files") as bar:
             tables = []
@@ -100,25 +90,19 @@ def read_table(
     return to_frame(plan, read_plan_table(plan, st))
 
 
-def read_dataset_as_dataframes__iterator(
-    dataset_uuid: str | None = None,
-    store: StoreInput | None = None,
-    columns: Sequence[str] | None = None,
-    predicate_pushdown_to_io: bool = True,
-    categoricals: Sequence[str] | None = None,
-    dates_as_object: bool = True,
-    predicates: object = None,
-    dispatch_by: Sequence[str] | None = None,
-    version: int | None = None,
-    as_of: object = None,
-    factory: Any = None,
-) -> Iterator[pd.DataFrame]:
+@same_parameters(sig.ReadFrames)
+def read_dataset_as_dataframes__iterator(*args: Any, **kwargs: Any) -> Iterator[pd.DataFrame]:
     """Yield one DataFrame per partition (or dispatch group), holding one at a time.
 
     Memory stays bounded by the largest partition. Parameters as in
     :func:`read_dataset_as_dataframes`.
     """
-    plan, st, _, _ = read_front(locals(), uuid_first=False, dask=False)
+    # the arguments are bound now (a bad one raises here), the read plans at the first frame
+    return _frames(arguments_of(read_dataset_as_dataframes__iterator, args, kwargs))
+
+
+def _frames(arguments: dict[str, Any]) -> Iterator[pd.DataFrame]:
+    plan, st, _, _ = read_front(arguments, uuid_first=False, dask=False)
     for task in plan.tasks:
         frame = read_task_frame(plan, task, st)
         if len(frame) == 0 and any(v is None for _, v in task.dispatch_values):
@@ -127,7 +111,7 @@ def read_dataset_as_dataframes__iterator(
         del frame  # do not hold the previous frame while the next one is decoded
 
 
-@same_parameters(read_dataset_as_dataframes__iterator)
+@same_parameters(sig.ReadFrames)
 def read_dataset_as_dataframes(*args: Any, **kwargs: Any) -> list[pd.DataFrame]:
     """Read a dataset as a list of DataFrames, one per partition or dispatch group.
 

@@ -12,9 +12,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
-import pyarrow as pa
 
-from kartoframe.api._args import StoreInput, any_serializer_arg, dataset_args
+from kartoframe.api import _dataset_signatures as sig
+from kartoframe.api._args import (
+    StoreInput,
+    any_serializer_arg,
+    arguments_of,
+    dataset_args,
+    same_parameters,
+)
 from kartoframe.api._docs import fill
 from kartoframe.errors import (
     DatasetNotFoundError,
@@ -35,7 +41,6 @@ from kartoframe.execution.write import (
 )
 from kartoframe.execution.write_resolve import Front, store_target, update_target
 from kartoframe.format.commit_args import CommitOptions
-from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.arguments import check_metadata_version, str_list
 from kartoframe.plan.write_request import MetadataArg, WriteRequest, resolve_metadata, resolve_write
 from kartoframe.storage.resolve import load_existing
@@ -120,52 +125,21 @@ class DatasetMetadataResult:
         return f"<dataset {self.uuid!r} in {self._store!r}>"
 
 
-def store_dataframes_as_dataset__iter(
-    df_generator: Iterable[Any],
-    store: StoreInput,
-    dataset_uuid: str,
-    metadata: MetadataArg = None,
-    partition_on: Sequence[str] | None = None,
-    df_serializer: DataSerializer | None = None,
-    overwrite: bool = False,
-    metadata_storage_format: str = "json",
-    metadata_version: int = 4,
-    secondary_indices: Sequence[str] | None = None,
-    table_name: str = "table",
-    sort_partitions_by: Sequence[str] | None = None,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> DatasetMetadataResult:
+@same_parameters(sig.StoreFramesIter)
+def store_dataframes_as_dataset__iter(*args: Any, **kwargs: Any) -> DatasetMetadataResult:
     """Write frames from an iterable as a new dataset, committing once at the end.
 
     Each frame is written as soon as it is produced (one file per frame and partition
     value), so memory stays bounded by one frame. See
     :func:`store_dataframes_as_dataset` for the parameters.
     """
-    return _write(store_target(locals()), df_generator, locals())
+    arguments = arguments_of(store_dataframes_as_dataset__iter, args, kwargs)
+    return _write(store_target(arguments), arguments["df_generator"], arguments)
 
 
 @fill
-def store_dataframes_as_dataset(
-    store: StoreInput,
-    dataset_uuid: str,
-    dfs: Sequence[pd.DataFrame],
-    metadata: MetadataArg = None,
-    partition_on: Sequence[str] | None = None,
-    df_serializer: DataSerializer | None = None,
-    overwrite: bool = False,
-    secondary_indices: Sequence[str] | None = None,
-    metadata_storage_format: str = "json",
-    metadata_version: int = 4,
-    table_name: str = "table",
-    sort_partitions_by: Sequence[str] | None = None,
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> DatasetMetadataResult:
+@same_parameters(sig.StoreFrames)
+def store_dataframes_as_dataset(*args: Any, **kwargs: Any) -> DatasetMetadataResult:
     """Write a list of DataFrames as a new dataset.
 
     Parameters
@@ -204,65 +178,29 @@ def store_dataframes_as_dataset(
     ...     dfs=[df], partition_on=["country"], secondary_indices=["product"]).uuid
     'sales'
     """
-    frames = _frames(dfs, "dfs")
+    arguments = arguments_of(store_dataframes_as_dataset, args, kwargs)
+    frames = _frames(arguments.pop("dfs"), "dfs")
     if not frames:
         raise EmptyInputError(
             "Cannot store empty datasets, partition_list must not be empty if in store mode."
         )
-    kwargs = dict(locals())
-    del kwargs["frames"], kwargs["dfs"]
-    return store_dataframes_as_dataset__iter(frames, **kwargs)
+    return store_dataframes_as_dataset__iter(frames, **arguments)
 
 
-def update_dataset_from_dataframes__iter(
-    df_generator: Iterable[Any],
-    store: StoreInput | None = None,
-    dataset_uuid: str | None = None,
-    delete_scope: Sequence[Mapping[str, Any]] | None = None,
-    metadata: MetadataArg = None,
-    df_serializer: DataSerializer | None = None,
-    metadata_merger: Callable[..., Any] | None = None,
-    default_metadata_version: int = 4,
-    partition_on: Sequence[str] | None = None,
-    sort_partitions_by: Sequence[str] | None = None,
-    secondary_indices: Sequence[str] | None = None,
-    table_name: str = "table",
-    metadata_storage_format: str = "json",
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-    factory: Any = None,
-) -> DatasetMetadataResult:
+@same_parameters(sig.UpdateFramesIter)
+def update_dataset_from_dataframes__iter(*args: Any, **kwargs: Any) -> DatasetMetadataResult:
     """Add frames from an iterable (and delete ``delete_scope``) in one commit.
 
     Creates the dataset if it does not exist. Parameters as in
     :func:`update_dataset_from_dataframes`.
     """
-    return _write(update_target(locals()), df_generator, locals())
+    arguments = arguments_of(update_dataset_from_dataframes__iter, args, kwargs)
+    return _write(update_target(arguments), arguments["df_generator"], arguments)
 
 
 @fill
-def update_dataset_from_dataframes(
-    df_list: Sequence[pd.DataFrame],
-    store: StoreInput | None = None,
-    dataset_uuid: str | None = None,
-    delete_scope: Sequence[Mapping[str, Any]] | None = None,
-    metadata: MetadataArg = None,
-    df_serializer: DataSerializer | None = None,
-    metadata_merger: Callable[..., Any] | None = None,
-    default_metadata_version: int = 4,
-    partition_on: Sequence[str] | None = None,
-    sort_partitions_by: Sequence[str] | None = None,
-    secondary_indices: Sequence[str] | None = None,
-    table_name: str = "table",
-    metadata_storage_format: str = "json",
-    schema_evolution: SchemaEvolution = "none",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-    factory: Any = None,
-) -> DatasetMetadataResult:
+@same_parameters(sig.UpdateFrames)
+def update_dataset_from_dataframes(*args: Any, **kwargs: Any) -> DatasetMetadataResult:
     """Add DataFrames to a dataset and/or delete partitions, in one atomic commit.
 
     Parameters
@@ -291,25 +229,13 @@ def update_dataset_from_dataframes(
     -------
     DatasetMetadataResult
     """
-    kwargs = dict(locals())
-    del kwargs["df_list"]
-    return update_dataset_from_dataframes__iter(_frames(df_list, "df_list"), **kwargs)
+    arguments = arguments_of(update_dataset_from_dataframes, args, kwargs)
+    frames = _frames(arguments.pop("df_list"), "df_list")
+    return update_dataset_from_dataframes__iter(frames, **arguments)
 
 
-def create_empty_dataset_header(
-    store: StoreInput,
-    dataset_uuid: str,
-    schema: pa.Schema | pd.DataFrame,
-    partition_on: Sequence[str] | None = None,
-    metadata: MetadataArg = None,
-    overwrite: bool = False,
-    metadata_storage_format: str = "json",
-    metadata_version: int = 4,
-    table_name: str = "table",
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> DatasetMetadataResult:
+@same_parameters(sig.CreateEmpty)
+def create_empty_dataset_header(*args: Any, **kwargs: Any) -> DatasetMetadataResult:
     """Create a dataset with a schema and no partitions.
 
     Like plateau, the header lists no ``partitions`` (an *implicit* dataset): files
@@ -323,10 +249,11 @@ def create_empty_dataset_header(
     app_id, app_version, commit_info
         As in :func:`store_dataframes_as_dataset`.
     """
-    st, uuid, target = store_target(locals())
+    arguments = arguments_of(create_empty_dataset_header, args, kwargs)
+    st, uuid, target = store_target(arguments)
     if target is not None:
-        meta = resolve_metadata(metadata, {})
-        commit_empty(st, target, schema, target.partition_on, metadata=meta)
+        meta = resolve_metadata(arguments["metadata"], {})
+        commit_empty(st, target, arguments["schema"], target.partition_on, metadata=meta)
     return DatasetMetadataResult(uuid, st)
 
 

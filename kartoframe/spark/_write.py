@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from kartoframe.api._args import StoreInput, serializer_arg
+from kartoframe.api import _dataset_signatures as sig
+from kartoframe.api._args import arguments_of, same_parameters, serializer_arg
 from kartoframe.api._docs import fill
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_write import write_and_commit
-from kartoframe.execution.write import ParquetSerializer
 from kartoframe.execution.write_resolve import (
     Front,
     store_target,
     update_target,
     written_extras,
 )
-from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.arguments import str_list
-from kartoframe.plan.write_request import MetadataArg, check_update_input
+from kartoframe.plan.write_request import check_update_input
 
 #: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
 DataFrame = Any
@@ -54,26 +53,8 @@ def _commit(sdf: DataFrame | None, front: Front, args: Mapping[str, Any]) -> Dat
 
 
 @fill
-def store_dataset_from_sdf(
-    sdf: DataFrame,
-    store: StoreInput,
-    dataset_uuid: str,
-    partition_on: Sequence[str] | None = None,
-    secondary_indices: Sequence[str] | None = None,
-    metadata: MetadataArg = None,
-    overwrite: bool = False,
-    df_serializer: ParquetSerializer | None = None,
-    metadata_storage_format: str = "json",
-    metadata_version: int = 4,
-    table_name: str = "table",
-    sort_partitions_by: Sequence[str] | None = None,
-    schema_evolution: SchemaEvolution = "none",
-    *,
-    repartition: bool = True,
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> DatasetMetadataResult:
+@same_parameters(sig.StoreSdf)
+def store_dataset_from_sdf(*args: Any, **kwargs: Any) -> DatasetMetadataResult:
     """Write a Spark DataFrame as a new dataset, committing once on the driver.
 
     Executors write the Parquet files (``mapInArrow`` over the DataFrame's partitions,
@@ -130,31 +111,16 @@ def store_dataset_from_sdf(
     ...                            partition_on=["country"]).uuid  # doctest: +SKIP
     'sales'
     """
+    arguments = arguments_of(store_dataset_from_sdf, args, kwargs)
     spark_engine.require_pyspark()
-    _check_sdf(sdf)
-    return _commit(sdf, store_target(locals(), check_store=spark_engine.check_store), locals())
+    _check_sdf(arguments["sdf"])
+    return _commit(
+        arguments["sdf"], store_target(arguments, check_store=spark_engine.check_store), arguments
+    )
 
 
-def update_dataset_from_sdf(
-    sdf: DataFrame | None,
-    store: StoreInput,
-    dataset_uuid: str,
-    delete_scope: Sequence[Mapping[str, Any]] | None = None,
-    metadata: MetadataArg = None,
-    df_serializer: ParquetSerializer | None = None,
-    default_metadata_version: int = 4,
-    partition_on: Sequence[str] | None = None,
-    sort_partitions_by: Sequence[str] | None = None,
-    secondary_indices: Sequence[str] | None = None,
-    table_name: str = "table",
-    metadata_storage_format: str = "json",
-    schema_evolution: SchemaEvolution = "none",
-    *,
-    repartition: bool = True,
-    app_id: str | None = None,
-    app_version: int | None = None,
-    commit_info: Mapping[str, Any] | None = None,
-) -> DatasetMetadataResult:
+@same_parameters(sig.UpdateSdf)
+def update_dataset_from_sdf(*args: Any, **kwargs: Any) -> DatasetMetadataResult:
     """Add a Spark DataFrame's rows to a dataset and/or delete partitions, in one commit.
 
     Creates the dataset if it does not exist. The DataFrame's schema is checked against
@@ -203,7 +169,10 @@ def update_dataset_from_sdf(
     -------
     DatasetMetadataResult
     """
+    arguments = arguments_of(update_dataset_from_sdf, args, kwargs)
     spark_engine.require_pyspark()
-    if sdf is not None:
-        _check_sdf(sdf)
-    return _commit(sdf, update_target(locals(), check_store=spark_engine.check_store), locals())
+    if arguments["sdf"] is not None:
+        _check_sdf(arguments["sdf"])
+    return _commit(
+        arguments["sdf"], update_target(arguments, check_store=spark_engine.check_store), arguments
+    )
