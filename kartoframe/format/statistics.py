@@ -314,11 +314,11 @@ def build_bloom(hashes: np.ndarray) -> bytes:
     """A bloom filter: one byte ``k`` followed by the bit array (little-endian bits)."""
     n = max(1, len(hashes))
     n_bytes = min(BLOOM_MAX_BYTES, max(8, math.ceil(n * BLOOM_BITS_PER_VALUE / 8)))
-    bits = np.zeros(n_bytes, dtype=np.uint8)
+    on = np.zeros(n_bytes * 8, dtype=bool)
     if len(hashes):
-        pos = _bloom_positions(hashes, n_bytes * 8, BLOOM_HASHES).ravel()
-        np.bitwise_or.at(bits, (pos >> np.uint64(3)).astype(np.int64), 1 << (pos & np.uint64(7)))
-    return bytes([BLOOM_HASHES]) + bits.tobytes()
+        # bit ``pos`` is bit ``pos & 7`` of byte ``pos >> 3`` (packbits' little bit order)
+        on[_bloom_positions(hashes, n_bytes * 8, BLOOM_HASHES).ravel().astype(np.int64)] = True
+    return bytes([BLOOM_HASHES]) + np.packbits(on, bitorder="little").tobytes()
 
 
 def bloom_may_contain(blooms: pa.Array, hashes: np.ndarray) -> np.ndarray:
