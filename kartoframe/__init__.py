@@ -57,7 +57,7 @@ from kartoframe.api.maintenance import (
     delete_dataset,
     garbage_collect_dataset,
 )
-from kartoframe.api.merge import MergeResult, merge_dataset
+from kartoframe.api.merge import MergeResult, merge_dataset, merge_dataset_from_ddf
 from kartoframe.api.optimize import (
     OptimizeResult,
     optimize_cube,
@@ -128,6 +128,7 @@ __all__ = [
     "vacuum_dataset",
     "OptimizeResult",
     "merge_dataset",
+    "merge_dataset_from_ddf",
     "MergeResult",
     "optimize_cube",
     "optimize_dataset",

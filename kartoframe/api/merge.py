@@ -1,22 +1,24 @@
-"""Row-level upserts: ``merge_dataset`` (Delta's ``MERGE``) on the eager engine."""
+"""Row-level upserts: ``merge_dataset`` (Delta's ``MERGE``), eager and as a dask graph."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from kartoframe.api._args import StoreInput, dataset_args
+from kartoframe.api._args import StoreInput, dataset_args, same_parameters
 from kartoframe.api._docs import fill
 from kartoframe.errors import InvalidTypeError
-from kartoframe.execution.merge import load_merge, run_merge
+from kartoframe.execution.merge import MergePlan, load_merge, run_merge, skip_merge
 from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.convert import frame_to_table
 from kartoframe.plan.merge import MergeResult, merge_options
 from kartoframe.storage.resolve import load_dataset
+from kartoframe.storage.store import Store
 
-__all__ = ["MergeResult", "merge_dataset"]
+__all__ = ["MergeResult", "merge_dataset", "merge_dataset_from_ddf"]
 
 
 @fill
@@ -48,9 +50,10 @@ def merge_dataset(
     Parameters
     ----------
     source
-        The rows to merge: a pandas DataFrame or a pyarrow Table with every column of
-        the dataset (an update replaces whole rows). Two rows with the same key are an
-        error; a key with a null never matches.
+        The rows to merge: a pandas DataFrame, a pyarrow Table or a dask DataFrame
+        (then run as :func:`merge_dataset_from_ddf`'s graph on the current scheduler)
+        with every column of the dataset (an update replaces whole rows). Two rows with
+        the same key are an error; a key with a null never matches.
     $store_dataset
     on
         Key column(s) matching source and dataset rows.
@@ -107,19 +110,84 @@ def merge_dataset(
     >>> kf.read_table("t", store).sort_values("id")["v"].tolist()
     [10.0, -20.0, 30.0, 40.0]
     """
-    uuid, st = dataset_args(dataset_uuid, store)
-    if not isinstance(dry_run, bool):
+    if _is_dask(source):
+        return merge_dataset_from_ddf(source, **_keywords(locals())).compute()  # type: ignore[no-any-return]
+    st, plan, commit = _prepared(locals())
+    return run_merge(st, plan, commit=commit, dry_run=dry_run)
+
+
+def _is_dask(source: object) -> bool:
+    return type(source).__module__.startswith("dask.") and hasattr(source, "npartitions")
+
+
+def _keywords(args: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in args.items() if k != "source"}
+
+
+def _prepared(args: Mapping[str, Any]) -> tuple[Store, MergePlan, CommitOptions]:
+    """Check the arguments of :func:`merge_dataset` (every keyword), load and plan."""
+    uuid, st = dataset_args(args["dataset_uuid"], args["store"])
+    if not isinstance(args["dry_run"], bool):
         raise InvalidTypeError("dry_run must be a bool.")
+    source = args["source"]
     table = source if isinstance(source, pa.Table) else frame_to_table(source, what="source")
-    commit = CommitOptions.of(app_id, app_version, commit_info)
+    commit = CommitOptions.of(args["app_id"], args["app_version"], args["commit_info"])
     loaded = load_dataset(st, uuid)
     options = merge_options(
         loaded.schema,
-        on=on,
-        when_matched=when_matched,
-        when_not_matched=when_not_matched,
-        when_not_matched_by_source=when_not_matched_by_source,
-        schema_evolution=schema_evolution,
+        on=args["on"],
+        when_matched=args["when_matched"],
+        when_not_matched=args["when_not_matched"],
+        when_not_matched_by_source=args["when_not_matched_by_source"],
+        schema_evolution=args["schema_evolution"],
     )
-    plan = load_merge(st, uuid, table, options, predicates=predicates, loaded=loaded)
-    return run_merge(st, plan, commit=commit, dry_run=dry_run)
+    plan = load_merge(st, uuid, table, options, predicates=args["predicates"], loaded=loaded)
+    return st, plan, commit
+
+
+@same_parameters(merge_dataset)
+def merge_dataset_from_ddf(*args: Any, **kwargs: Any) -> Any:
+    """:func:`merge_dataset` as a dask graph: one task per candidate file, one commit.
+
+    The source (a dask DataFrame: the change set, small beside the dataset) is computed
+    now, and the dataset loaded and the candidate files found; computing the result
+    merges into each candidate file in its own task (any scheduler: threads, processes, a
+    ``distributed`` cluster; each task holds the source and one file) and writes the
+    inserts and commits once in a final task. If a task fails, the files the others wrote
+    are deleted and nothing is committed. Parameters as in :func:`merge_dataset`.
+
+    Returns
+    -------
+    dask.delayed.Delayed
+        Computes to a :class:`MergeResult`.
+
+    Examples
+    --------
+    >>> import dask.dataframe as dd, pandas as pd, kartoframe as kf
+    >>> store = "memory://merge-ddf-example"
+    >>> df = pd.DataFrame({"day": [1, 2], "id": [1, 2], "v": [1.0, 2.0]})
+    >>> _ = kf.store_dataframes_as_dataset(store=store, dataset_uuid="t", dfs=[df],
+    ...                                    partition_on=["day"])
+    >>> changes = dd.from_pandas(pd.DataFrame({"day": [2], "id": [2], "v": [-2.0]}),
+    ...                          npartitions=1)
+    >>> kf.merge_dataset_from_ddf(changes, store, "t", on="id").compute().rows_updated
+    1
+    """
+    from dask.delayed import delayed
+
+    from kartoframe.execution.graph_delayed import merge_graph
+
+    bound = inspect.signature(merge_dataset).bind(*args, **kwargs)
+    bound.apply_defaults()
+    values = dict(bound.arguments)
+    ddf = values["source"]
+    if not _is_dask(ddf):
+        raise InvalidTypeError(f"source must be a dask DataFrame, got {type(ddf).__name__}.")
+    values["source"] = ddf.compute()
+    st, plan, commit = _prepared(values)
+    if values["dry_run"]:
+        return delayed(run_merge, pure=False)(st, plan, commit=commit, dry_run=True)
+    skipped = skip_merge(st, plan, commit)
+    if skipped is not None:
+        return delayed(skipped, traverse=False)
+    return merge_graph(st, plan, commit)

@@ -15,10 +15,12 @@ from typing import Any
 
 from kartoframe.execution import dask_engine as de
 from kartoframe.execution.index_build import commit_index_build, index_file
+from kartoframe.execution.merge import FileOutcome, MergePlan, finish_merge, merge_one
 from kartoframe.execution.optimize import chunks_or_raise, commit_optimize, rewrite_unit
 from kartoframe.execution.write import ChunkResult, WrittenPartition
 from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.dataset import LoadedDataset
+from kartoframe.plan.file_part import FilePart
 from kartoframe.plan.optimize import OptimizePlan, OptimizeResult, RewriteUnit
 from kartoframe.plan.scan import ReadTask, ScanPlan
 from kartoframe.plan.write_request import ResolvedWrite
@@ -28,6 +30,7 @@ __all__ = [
     "bag_of",
     "delete_graph",
     "index_graph",
+    "merge_graph",
     "optimize_graph",
     "read_graph",
     "write_graph",
@@ -157,3 +160,25 @@ def optimize_graph(
     rewrite = delayed(_rewrite, pure=False)
     outcomes = [rewrite(st, plan, unit) for unit in plan.units]
     return delayed(_commit_optimize, pure=False)(st, plan, base, outcomes, commit)
+
+
+def _merge_one(store: Store, plan: MergePlan, part: FilePart) -> FileOutcome | BaseException:
+    """One candidate file of a merge graph; a failure is returned, so the commit task
+    sees every outcome and can remove the files the other tasks wrote.
+    """
+    try:
+        return merge_one(store, plan, part, dry_run=False)
+    except Exception as e:
+        return e
+
+
+def merge_graph(st: Store, plan: MergePlan, commit: CommitOptions) -> Any:
+    """One task per candidate file and one commit task computing to a ``MergeResult``
+    (the plan, with the source, enters the graph once).
+    """
+    from dask.delayed import delayed
+
+    shared = delayed(plan, traverse=False)
+    one = delayed(_merge_one, pure=False)
+    outcomes = [one(st, shared, part) for part in plan.candidates]
+    return delayed(finish_merge, pure=False)(st, shared, outcomes, commit=commit)

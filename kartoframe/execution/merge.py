@@ -45,7 +45,15 @@ from kartoframe.storage.resolve import bloom_columns_of, load_dataset
 from kartoframe.storage.side_files import base_statistics
 from kartoframe.storage.store import Store
 
-__all__ = ["MergePlan", "load_merge", "merge_candidates", "run_merge"]
+__all__ = [
+    "FileOutcome",
+    "MergePlan",
+    "finish_merge",
+    "load_merge",
+    "merge_one",
+    "run_merge",
+    "skip_merge",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,40 +113,70 @@ def _in_scope(table: pa.Table, predicate: Predicate | None) -> np.ndarray | None
     return mask
 
 
-def merge_candidates(store: Store, plan: MergePlan) -> list[tuple[FilePart, FileMerge]]:
-    """Read each candidate file (one at a time) and merge the source into it."""
-    out = []
-    schema, pk = plan.base.schema, plan.partition_keys
-    for part in plan.candidates:
-        table = read_file_parts(store, [part], schema, pk)
-        scope = _in_scope(table, plan.predicate)
-        out.append((part, merge_file(table, plan.source, plan.options, pk, in_scope=scope)))
-    return out
+@dataclasses.dataclass(frozen=True)
+class FileOutcome:
+    """What merging into one candidate file did: the counts and source rows of its
+    :class:`~kartoframe.plan.merge.FileMerge` (without the rows) and the file written in
+    its place (None: unchanged, or every row deleted).
+    """
+
+    part: FilePart
+    merge: FileMerge
+    chunk: ChunkResult | None
+
+
+def _write(store: Store, plan: MergePlan, table: pa.Table) -> ChunkResult:
+    """Write rows of the dataset (partition columns included) with the chunk kernel."""
+    md = plan.base.metadata
+    return write_chunk(
+        store,
+        plan.uuid,
+        table,
+        table_name=md.table_name,
+        partition_on=plan.partition_keys,
+        index_columns=sorted(set(md.indices) | set(md.embedded_indices)),
+        bloom_filter_columns=bloom_columns_of(plan.base),
+        origin=f"merge into {plan.uuid}",
+    )
+
+
+def merge_one(store: Store, plan: MergePlan, part: FilePart, *, dry_run: bool) -> FileOutcome:
+    """The per-file work every engine runs: read one candidate file with the read kernel,
+    merge the source into it and (unless ``dry_run``) write its new content as one file
+    of its partition. Memory holds the source and this file.
+    """
+    table = read_file_parts(store, [part], plan.base.schema, plan.partition_keys)
+    scope = _in_scope(table, plan.predicate)
+    merged = merge_file(table, plan.source, plan.options, plan.partition_keys, in_scope=scope)
+    del table
+    chunk = None
+    if merged.changed and merged.table is not None and not dry_run:
+        chunk = _write(store, plan, merged.table)  # one partition: one file, not regrouped
+    return FileOutcome(part, dataclasses.replace(merged, table=None), chunk)
 
 
 def _result(
     plan: MergePlan,
-    merged: Sequence[tuple[FilePart, FileMerge]],
+    outcomes: Sequence[FileOutcome],
     *,
     inserted: int,
     files_added: int,
     version: int | None,
     dry_run: bool,
 ) -> MergeResult:
-    matched = sum(len(m.matched) for _, m in merged)
-    changed = [p for p, m in merged if m.changed]
-    unmatched = len(not_matched_rows(plan.source, [m.matched for _, m in merged]))
+    merges = [o.merge for o in outcomes]
+    changed = sum(m.changed for m in merges)
     return MergeResult(
         source_rows=plan.source.num_rows,
-        rows_matched=matched,
-        rows_updated=sum(m.updated for _, m in merged),
-        rows_deleted=sum(m.deleted for _, m in merged),
+        rows_matched=sum(len(m.matched) for m in merges),
+        rows_updated=sum(m.updated for m in merges),
+        rows_deleted=sum(m.deleted for m in merges),
         rows_inserted=inserted,
-        rows_not_matched=unmatched,
+        rows_not_matched=len(not_matched_rows(plan.source, [m.matched for m in merges])),
         candidate_partitions=len({p.partition_values for p in plan.candidates}),
         candidate_files=len(plan.candidates),
-        files_rewritten=len(changed),
-        files_removed=0 if dry_run else len(changed),
+        files_rewritten=changed,
+        files_removed=0 if dry_run else changed,
         files_added=files_added,
         version=version,
         dry_run=dry_run,
@@ -146,71 +184,64 @@ def _result(
     )
 
 
-def _inserts(plan: MergePlan, merged: Sequence[tuple[FilePart, FileMerge]]) -> pa.Table:
+def _inserts(plan: MergePlan, outcomes: Sequence[FileOutcome]) -> pa.Table:
     """The source rows to insert: updated rows that move to another partition (a source
     row once per target row it updates) and the not-matched ones (if inserted).
     """
-    rows = [m.moved for _, m in merged]
+    rows = [o.merge.moved for o in outcomes]
     if plan.options.when_not_matched == "insert":
-        rows.append(not_matched_rows(plan.source, [m.matched for _, m in merged]))
+        rows.append(not_matched_rows(plan.source, [o.merge.matched for o in outcomes]))
     picked = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     return plan.source.take(pa.array(picked, type=pa.int64()))
 
 
-def run_merge(
+def skip_merge(store: Store, plan: MergePlan, commit: CommitOptions) -> MergeResult | None:
+    """The result when the dataset already records the application transaction of
+    ``commit`` (a retried step writes nothing); None: run the merge.
+    """
+    if already_recorded(store, plan.uuid, commit):
+        return _result(plan, [], inserted=0, files_added=0, version=None, dry_run=False)
+    return None
+
+
+def finish_merge(
     store: Store,
     plan: MergePlan,
+    outcomes: Sequence[FileOutcome | BaseException],
     *,
     commit: CommitOptions = NO_COMMIT_OPTIONS,
     dry_run: bool = False,
 ) -> MergeResult:
-    """The eager engine: merge into the candidates, write, commit once.
+    """Write the inserted rows and publish one commit (every engine's last step).
 
-    A failure removes every file written; nothing is committed. A dry run reads the
-    candidates and counts, and writes nothing.
+    ``outcomes`` are :func:`merge_one`'s, one per candidate; if one is an exception, the
+    files the others wrote are deleted and it is raised. The commit removes exactly the
+    rewritten files and adds their replacements (each in its predecessor's place) and the
+    inserts; a failure removes every file written and commits nothing.
     """
-    if not dry_run and already_recorded(store, plan.uuid, commit):
-        return _result(plan, [], inserted=0, files_added=0, version=None, dry_run=False)
-    merged = merge_candidates(store, plan)
-    inserts = _inserts(plan, merged)
-    if dry_run:
-        return _result(plan, merged, inserted=inserts.num_rows, files_added=0, version=None,
-                       dry_run=True)  # fmt: skip
-    changed = [(p, m) for p, m in merged if m.changed]
-    if not changed and not inserts.num_rows:
-        return _result(plan, merged, inserted=0, files_added=0, version=None, dry_run=False)
+    done = [o for o in outcomes if isinstance(o, FileOutcome)]
+    written = [o.chunk for o in done if o.chunk is not None]
+    failed = [o for o in outcomes if not isinstance(o, FileOutcome)]
+    if failed:
+        delete_files(store, (p.key for c in written for p in c.partitions))
+        raise failed[0]
+    inserts = _inserts(plan, done)
+    changed = [o for o in done if o.merge.changed]
+    if dry_run or (not changed and not inserts.num_rows):
+        n = inserts.num_rows if dry_run else 0
+        return _result(plan, done, inserted=n, files_added=0, version=None, dry_run=dry_run)
+    chunks = list(written)
+    placed = {p.label: o.part.label for o in done if o.chunk for p in o.chunk.partitions}
     md = plan.base.metadata
-    pk = plan.partition_keys
-
-    def _write(table: pa.Table) -> ChunkResult:
-        return write_chunk(
-            store,
-            plan.uuid,
-            table,
-            table_name=md.table_name,
-            partition_on=pk,
-            index_columns=sorted(set(md.indices) | set(md.embedded_indices)),
-            bloom_filter_columns=bloom_columns_of(plan.base),
-            origin=f"merge into {plan.uuid}",
-        )
-
-    chunks: list[ChunkResult] = []
-    placed: dict[str, str] = {}
     try:
-        for part, m in changed:
-            if m.table is None:
-                continue  # every row of the file is deleted
-            chunk = _write(m.table)  # one partition: one file, nothing regrouped
-            chunks.append(chunk)
-            placed.update({p.label: part.label for p in chunk.partitions})
         if inserts.num_rows:
-            chunks.append(_write(inserts))
+            chunks.append(_write(store, plan, inserts))
         header = commit_write(
             store,
             plan.uuid,
             chunks,
             base=plan.base,
-            remove_labels=[p.label for p, _ in changed],
+            remove_labels=[o.part.label for o in changed],
             storage_format=md.storage_format,
             table_name=md.table_name,
             schema_evolution=plan.options.schema_evolution,
@@ -230,15 +261,40 @@ def run_merge(
     except BaseException:
         delete_files(store, (p.key for c in chunks for p in c.partitions))
         raise
-    added = sum(len(c.partitions) for c in chunks)
     return _result(
         plan,
-        merged,
+        done,
         inserted=inserts.num_rows,
-        files_added=added,
+        files_added=sum(len(c.partitions) for c in chunks),
         version=header_version(header),
         dry_run=False,
     )
+
+
+def run_merge(
+    store: Store,
+    plan: MergePlan,
+    *,
+    commit: CommitOptions = NO_COMMIT_OPTIONS,
+    dry_run: bool = False,
+) -> MergeResult:
+    """The eager engine: merge into each candidate in turn, then insert and commit once.
+
+    A failure removes every file written; nothing is committed. A dry run reads the
+    candidates and counts, and writes nothing.
+    """
+    if not dry_run:
+        skipped = skip_merge(store, plan, commit)
+        if skipped is not None:
+            return skipped
+    outcomes: list[FileOutcome | BaseException] = []
+    for part in plan.candidates:
+        try:
+            outcomes.append(merge_one(store, plan, part, dry_run=dry_run))
+        except BaseException as e:
+            outcomes.append(e)
+            break
+    return finish_merge(store, plan, outcomes, commit=commit, dry_run=dry_run)
 
 
 def _only_removed_files(_: LoadedDataset) -> set[str]:

@@ -8,6 +8,7 @@ Stores are real (memory://, a local folder); files are real Parquet.
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import numpy as np
@@ -22,6 +23,7 @@ from kartoframe.errors import (
     CommitConflictError,
     DuplicateKeyError,
     InvalidInputError,
+    InvalidTypeError,
     NullPartitionValueError,
     SchemaError,
 )
@@ -350,3 +352,66 @@ def test_a_retried_merge_with_the_same_app_version_writes_nothing() -> None:
     assert again.version is None and again.files_added == 0
     assert set(store.iter_keys("")) == keys
     assert (kf.read_table(UUID, store)["k"] == 10_000).sum() == 1
+
+
+# -------------------------------------------------------------------------------- dask
+@pytest.fixture(params=["threads", "distributed"])
+def scheduler(request):
+    """The threaded scheduler, or the session's LocalCluster client."""
+    return "threads" if request.param == "threads" else request.getfixturevalue("dask_client")
+
+
+def _compute(job, scheduler):
+    if scheduler == "threads":
+        return job.compute(scheduler="threads")
+    return scheduler.compute(job).result()
+
+
+def test_dask_merge_equals_the_eager_one(file_store, tmp_path, scheduler) -> None:
+    import dask.dataframe as dd
+
+    expected = _many_days(file_store)
+    eager = kf.Store(f"file://{tmp_path}/eager")
+    _many_days(eager)
+    src = _frame([1, 2, 3, 1], [60, 310, 10_000, 61], [-1.0, -2.0, -3.0, None])
+    job = kf.merge_dataset_from_ddf(dd.from_pandas(src, npartitions=2), file_store, UUID, on="k")
+    got = _compute(job, scheduler)
+    want = kf.merge_dataset(src, eager, UUID, on="k")
+    same = {"version": None, "candidates": ()}  # labels are fresh uuids in each store
+    assert dataclasses.replace(got, **same) == dataclasses.replace(want, **same)
+    assert (got.rows_updated, got.rows_inserted, got.files_rewritten) == (3, 1, 2)
+    pd.testing.assert_frame_equal(
+        _rows(kf.read_table(UUID, file_store)), _rows(kf.read_table(UUID, eager))
+    )
+    assert len(kf.read_table(UUID, file_store)) == len(expected) + 1
+
+
+def test_merge_dataset_takes_a_dask_frame_and_runs_its_graph(file_store) -> None:
+    import dask.dataframe as dd
+
+    _many_days(file_store)
+    src = dd.from_pandas(_frame([1], [60], [-1.0]), npartitions=1)
+    result = kf.merge_dataset(src, file_store, UUID, on=["p", "k"])
+    assert (result.rows_updated, result.files_rewritten) == (1, 1)
+    with pytest.raises(InvalidTypeError, match="dask DataFrame"):
+        kf.merge_dataset_from_ddf(_frame([1], [60], [-1.0]), file_store, UUID, on="k")
+
+
+def test_a_failed_dask_task_commits_nothing_and_cleans_up(file_store, scheduler) -> None:
+    import dask.dataframe as dd
+
+    _many_days(file_store)
+    changes = _frame([1, 2], [60, 310], [-1.0, -2.0])
+    job = kf.merge_dataset_from_ddf(
+        dd.from_pandas(changes, npartitions=1), file_store, UUID, on="k"
+    )
+    header = kf.read_dataset_metadata(UUID, file_store)
+    candidates = kf.merge_dataset(changes, file_store, UUID, on="k", dry_run=True).candidates
+    assert len(candidates) == 2
+    lost = header.partitions[candidates[0]]
+    file_store.delete(lost)  # one candidate is lost by hand: its task fails
+    keys = set(file_store.iter_keys(""))
+    with pytest.raises(Exception, match=lost.rsplit("/", 1)[1].split(".")[0]):
+        _compute(job, scheduler)
+    assert set(file_store.iter_keys("")) == keys  # the other task's file is gone again
+    assert kf.read_dataset_metadata(UUID, file_store).partitions == header.partitions
