@@ -1,26 +1,24 @@
 """The keyword lists of the cube verbs (kartothek's API), each keyword declared once.
 
 A group below declares some keywords (name, type, default) once; a verb's signature source
-is a dataclass made of its groups, and :func:`signature` turns it into the function
-:func:`kartoframe.api._args.same_parameters` reads: the public verb then has exactly
-these parameters for mypy (``ParamSpec``), :func:`inspect.signature`, ``help()`` and
-Sphinx. The eager, dask and Spark verbs differ only in the groups they add.
+is a dataclass made of its groups, which :func:`kartoframe.api._args.same_parameters`
+gives the public verb: mypy (``ParamSpec``), :func:`inspect.signature`, ``help()`` and
+Sphinx then see exactly these parameters. The eager, dask and Spark verbs differ only in
+the groups they add.
 
 Dataclass fields come in reverse MRO order: a source lists its groups **last first**
-(``class _Build(_Txn, _Serializer, _Placement, _Metadata, _Input)`` takes ``data, cube,
+(``class Build(_Txn, _Serializer, _Placement, _Metadata, _Input)`` takes ``data, cube,
 store, metadata, overwrite, partition_on, df_serializer, app_id, ...``); keyword-only
 fields (``kw_only=True`` groups, fields after ``KW_ONLY``) come after all the others,
-in the same order.
-``tests/cube/test_cube_public_signatures.py`` pins every resulting signature.
+in the same order. ``tests/cube/test_cube_public_signatures.py`` pins every resulting
+signature.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import typing
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, ParamSpec
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from kartoframe.api._args import StoreInput
 from kartoframe.api.metadata import DatasetMetadata
@@ -31,25 +29,6 @@ from kartoframe.plan.conditions import ConditionsArg
 
 #: ``pyspark.sql.SparkSession`` (pyspark is imported by the Spark engine only).
 SparkSession = Any
-
-P = ParamSpec("P")
-
-
-def signature(source: Callable[P, Any]) -> Callable[P, None]:
-    """A function with the parameters of ``source`` (a dataclass of keyword groups): the
-    source :func:`~kartoframe.api._args.same_parameters` gives a public verb.
-    """
-
-    def parameters(*args: P.args, **kwargs: P.kwargs) -> None:
-        raise NotImplementedError  # a signature source, never called
-
-    sig = inspect.signature(source)  # the annotations as written (strings)
-    parameters.__signature__ = sig.replace(return_annotation=sig.empty)  # type: ignore[attr-defined]
-    # evaluated here, so typing.get_type_hints works on the verbs in their own modules
-    hints = typing.get_type_hints(source)
-    parameters.__annotations__ = {name: hints[name] for name in sig.parameters}
-    return parameters
-
 
 # -- the keyword groups ----------------------------------------------------------------
 
@@ -162,91 +141,72 @@ class _Shape:
     payload_columns: Iterable[str] | None = None
 
 
-# -- the verbs (groups last first) -----------------------------------------------------
+# -- the verbs' signature sources (groups last first) ----------------------------------
 
 
 @dataclasses.dataclass
-class _Build(_Txn, _Serializer, _Placement, _Metadata, _Input):
+class Build(_Txn, _Serializer, _Placement, _Metadata, _Input):
     pass
 
 
 @dataclasses.dataclass
-class _Append(_Txn, _Evolution, _Serializer, _Metadata, _Input):
+class Append(_Txn, _Evolution, _Serializer, _Metadata, _Input):
     pass
 
 
 @dataclasses.dataclass
-class _Update(_Txn, _Evolution, _Serializer, _Metadata, _Removal, _Input):
+class Update(_Txn, _Evolution, _Serializer, _Metadata, _Removal, _Input):
     pass
 
 
 @dataclasses.dataclass
-class _Remove(_Txn, _Metadata, _DatasetIds, _Conditions, _CubeStore):
+class Remove(_Txn, _Metadata, _DatasetIds, _Conditions, _CubeStore):
     pass
 
 
 @dataclasses.dataclass
-class _DaskBuild(_Txn, _Serializer, _Shuffle, _Placement, _Metadata, _Input):
+class DaskBuild(_Txn, _Serializer, _Shuffle, _Placement, _Metadata, _Input):
     pass
 
 
 @dataclasses.dataclass
-class _DaskAppend(_Txn, _Evolution, _Serializer, _Shuffle, _Metadata, _Input):
+class DaskAppend(_Txn, _Evolution, _Serializer, _Shuffle, _Metadata, _Input):
     pass
 
 
 @dataclasses.dataclass
-class _DaskUpdate(_Txn, _Evolution, _Serializer, _Shuffle, _Metadata, _Removal, _Input):
+class DaskUpdate(_Txn, _Evolution, _Serializer, _Shuffle, _Metadata, _Removal, _Input):
     pass
 
 
 @dataclasses.dataclass
-class _SparkBuild(_KwTxn, _Repartition, _Serializer, _Placement, _Metadata, _Input):
+class SparkBuild(_KwTxn, _Repartition, _Serializer, _Placement, _Metadata, _Input):
     pass
 
 
 @dataclasses.dataclass
-class _SparkAppend(_KwTxn, _KwEvolution, _Repartition, _Serializer, _Metadata, _Input):
+class SparkAppend(_KwTxn, _KwEvolution, _Repartition, _Serializer, _Metadata, _Input):
     pass
 
 
 @dataclasses.dataclass
-class _SparkUpdate(_KwTxn, _KwEvolution, _Repartition, _Serializer, _Metadata, _Removal, _Input):
+class SparkUpdate(_KwTxn, _KwEvolution, _Repartition, _Serializer, _Metadata, _Removal, _Input):
     pass
 
 
 @dataclasses.dataclass
-class _Query(_Shape, _Datasets, _Conditions, _CubeStore):
+class Query(_Shape, _Datasets, _Conditions, _CubeStore):
     pass
 
 
 @dataclasses.dataclass
-class _PlanQuery(_Shape, _Datasets, _Conditions, _CubeStore):
+class PlanQuery(_Shape, _Datasets, _Conditions, _CubeStore):
     consistent_integers: bool = False
     _: dataclasses.KW_ONLY
     loaded: Mapping[str, DatasetMetadata] | None = None
 
 
 @dataclasses.dataclass
-class _SparkQuery(_Datasets, _Shape, _Conditions, _CubeStore, _Spark):
+class SparkQuery(_Datasets, _Shape, _Conditions, _CubeStore, _Spark):
     _: dataclasses.KW_ONLY
     sort: bool = True
-
-
-#: build_cube and extend_cube
-BUILD = signature(_Build)
-APPEND = signature(_Append)
-UPDATE = signature(_Update)
-REMOVE = signature(_Remove)
-#: build_cube_from_dataframe and extend_cube_from_dataframe
-DASK_BUILD = signature(_DaskBuild)
-DASK_APPEND = signature(_DaskAppend)
-DASK_UPDATE = signature(_DaskUpdate)
-#: build_cube_from_sdf and extend_cube_from_sdf
-SPARK_BUILD = signature(_SparkBuild)
-SPARK_APPEND = signature(_SparkAppend)
-SPARK_UPDATE = signature(_SparkUpdate)
-#: query_cube and query_cube_dataframe
-QUERY = signature(_Query)
-PLAN_QUERY = signature(_PlanQuery)
-SPARK_QUERY = signature(_SparkQuery)

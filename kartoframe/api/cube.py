@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from kartoframe.api import _cube_signatures as sig
 from kartoframe.api._args import StoreInput, arguments_of, ensure_store, same_parameters
 from kartoframe.api._cube_args import check_cube, fill
-from kartoframe.api._cube_signatures import PLAN_QUERY, QUERY
 from kartoframe.api.read import DatasetMetadata
 from kartoframe.execution.cube_join import run_merged
 from kartoframe.execution.read_resolve import resolve_cube_query
@@ -128,7 +128,7 @@ def _metadata(store: Store, datasets: Mapping[str, LoadedDataset]) -> dict[str, 
 # -- queries -----------------------------------------------------------------------------
 
 
-@same_parameters(PLAN_QUERY)
+@same_parameters(sig.PlanQuery)
 def plan_cube_query(*args: Any, **kwargs: Any) -> tuple[CubeQueryPlan, Store]:
     """Resolve the cube's metadata and plan a query (no data file is opened).
 
@@ -161,7 +161,7 @@ def plan_cube_query(*args: Any, **kwargs: Any) -> tuple[CubeQueryPlan, Store]:
 
 
 @fill
-@same_parameters(QUERY)
+@same_parameters(sig.Query)
 def query_cube(*args: Any, **kwargs: Any) -> list[pd.DataFrame]:
     """Query a cube into pandas.
 
@@ -189,7 +189,7 @@ def query_cube(*args: Any, **kwargs: Any) -> list[pd.DataFrame]:
     return run_merged(*plan_cube_query(**arguments_of(query_cube, args, kwargs)))
 
 
-@same_parameters(QUERY)
+@same_parameters(sig.Query)
 def query_cube_dataframe(*args: Any, **kwargs: Any) -> dd.DataFrame:
     """Query a cube as a dask DataFrame (one partition per query group).
 

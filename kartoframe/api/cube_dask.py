@@ -15,9 +15,9 @@ import functools
 from collections.abc import Iterable
 from typing import Any
 
+from kartoframe.api import _cube_signatures as sig
 from kartoframe.api._args import StoreInput, arguments_of, same_parameters, verb_like
 from kartoframe.api._cube_args import check_cube
-from kartoframe.api._cube_signatures import DASK_APPEND, DASK_BUILD, DASK_UPDATE
 from kartoframe.api.cube_write import cube_serializer, cube_write_front, handles
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.cube_resolve import frames_by_dataset
@@ -87,7 +87,7 @@ def _write_dask(
     return delayed(handles, pure=True)(st, cube, fw.done, graph)
 
 
-@same_parameters(DASK_BUILD)
+@same_parameters(sig.DaskBuild)
 def build_cube_from_dataframe(*args: Any, **kwargs: Any) -> Any:
     """Build a cube from dask DataFrames (a frame for the seed, or ``{dataset_id: ddf}``).
 
@@ -124,7 +124,7 @@ extend_cube_from_dataframe = verb_like(
 )
 
 
-@same_parameters(DASK_APPEND)
+@same_parameters(sig.DaskAppend)
 def append_to_cube_from_dataframe(*args: Any, **kwargs: Any) -> Any:
     """Append dask DataFrames to existing datasets (see :func:`kartoframe.append_to_cube`).
 
@@ -133,7 +133,7 @@ def append_to_cube_from_dataframe(*args: Any, **kwargs: Any) -> Any:
     return _write_dask("append", **arguments_of(append_to_cube_from_dataframe, args, kwargs))
 
 
-@same_parameters(DASK_UPDATE)
+@same_parameters(sig.DaskUpdate)
 def update_cube_from_dataframe(*args: Any, **kwargs: Any) -> Any:
     """Remove partitions and append dask DataFrames, one commit per dataset.
 

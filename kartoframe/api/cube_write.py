@@ -13,6 +13,7 @@ import functools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from kartoframe.api import _cube_signatures as sig
 from kartoframe.api._args import (
     StoreInput,
     arguments_of,
@@ -22,7 +23,6 @@ from kartoframe.api._args import (
     verb_like,
 )
 from kartoframe.api._cube_args import check_cube, fill
-from kartoframe.api._cube_signatures import APPEND, BUILD, REMOVE, UPDATE
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.execution.cube_resolve import resolve_cube_operation
 from kartoframe.execution.cube_write import commit_all, write_plan_files
@@ -119,7 +119,7 @@ def _write(
 
 
 @fill
-@same_parameters(BUILD)
+@same_parameters(sig.Build)
 def build_cube(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Create a cube: the seed and any other datasets, in one operation.
 
@@ -174,7 +174,7 @@ must not exist in other datasets (except in datasets being replaced, so
 
 
 @fill
-@same_parameters(APPEND)
+@same_parameters(sig.Append)
 def append_to_cube(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Add rows to existing datasets (no removal): newer rows win per cell at query time.
 
@@ -191,7 +191,7 @@ def append_to_cube(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult
 
 
 @fill
-@same_parameters(UPDATE)
+@same_parameters(sig.Update)
 def update_cube(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Remove partitions and append rows, in one commit per dataset.
 
@@ -213,7 +213,7 @@ def update_cube(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
 
 
 @fill
-@same_parameters(REMOVE)
+@same_parameters(sig.Remove)
 def remove_partitions(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Remove the physical partitions selected by conditions on cube partition columns.
 

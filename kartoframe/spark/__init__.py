@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kartoframe.api import _cube_signatures as sig
 from kartoframe.api._args import StoreInput, arguments_of, ensure_store, same_parameters
 from kartoframe.api._cube_args import fill
-from kartoframe.api._cube_signatures import SPARK_QUERY
 from kartoframe.api.read import plan_read
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_engine import ReaderChoice
@@ -186,7 +186,7 @@ def read_dataset_as_sdf(
 
 
 @fill
-@same_parameters(SPARK_QUERY)
+@same_parameters(sig.SparkQuery)
 def query_cube_sdf(*args: Any, **kwargs: Any) -> DataFrame:
     """Query a cube as a Spark DataFrame, with :func:`kartoframe.query_cube`'s semantics.
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from kartoframe.api import _cube_signatures as sig
 from kartoframe.api._args import StoreInput, arguments_of, same_parameters, verb_like
-from kartoframe.api._cube_signatures import SPARK_APPEND, SPARK_BUILD, SPARK_UPDATE
 from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.execution import spark_engine
 from kartoframe.execution.cube_resolve import frames_by_dataset
@@ -65,7 +65,7 @@ def _write_cube(
     return handles(st, cube, fw.done, write_cube_sdfs(job, repartition=repartition))
 
 
-@same_parameters(SPARK_BUILD)
+@same_parameters(sig.SparkBuild)
 def build_cube_from_sdf(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Build a cube from Spark DataFrames (a DataFrame for the seed, or ``{id: sdf}``).
 
@@ -107,7 +107,7 @@ See :func:`kartoframe.extend_cube` and :func:`build_cube_from_sdf`.
 )
 
 
-@same_parameters(SPARK_APPEND)
+@same_parameters(sig.SparkAppend)
 def append_to_cube_from_sdf(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Append Spark DataFrames to existing cube datasets (newer rows win per cell).
 
@@ -118,7 +118,7 @@ def append_to_cube_from_sdf(*args: Any, **kwargs: Any) -> dict[str, DatasetMetad
     return _write_cube("append", **arguments_of(append_to_cube_from_sdf, args, kwargs))
 
 
-@same_parameters(SPARK_UPDATE)
+@same_parameters(sig.SparkUpdate)
 def update_cube_from_sdf(*args: Any, **kwargs: Any) -> dict[str, DatasetMetadataResult]:
     """Remove partitions and append Spark DataFrames, one commit per dataset.
 
