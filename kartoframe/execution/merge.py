@@ -16,7 +16,8 @@ replaced a rewritten file makes it fail with ``CommitConflictError``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -36,13 +37,15 @@ from kartoframe.plan.merge import (
     candidate_files,
     merge_file,
     not_matched_rows,
+    partition_group,
     prepare_source,
+    source_groups,
 )
 from kartoframe.plan.predicates import Predicate, to_expression
 from kartoframe.plan.query import bound
 from kartoframe.plan.write import ChunkResult
 from kartoframe.storage.resolve import bloom_columns_of, load_dataset
-from kartoframe.storage.side_files import base_statistics
+from kartoframe.storage.side_files import with_statistics
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -66,6 +69,8 @@ class MergePlan:
     options: MergeOptions
     candidates: tuple[FilePart, ...]
     predicate: Predicate | None
+    #: the source rows each partition's files can match (:func:`source_groups`)
+    groups: Mapping[tuple[Any, ...], np.ndarray]
 
     @property
     def partition_keys(self) -> list[str]:
@@ -94,11 +99,20 @@ def load_merge(
     )
     files = [f for t in scan.tasks for f in t.files]
     md = loaded.metadata
-    stats = base_statistics(store, loaded) if files else None
+    if files:
+        loaded = with_statistics(store, loaded)  # kept in the plan: the commit reuses them
+    groups = source_groups(prepared, options, md.partition_keys)
     found = candidate_files(
-        files, md.partition_keys, prepared, options, loaded.schema, stats, md.partitions
+        files,
+        md.partition_keys,
+        prepared,
+        options,
+        loaded.schema,
+        loaded.statistics,
+        md.partitions,
+        groups,
     )
-    return MergePlan(md.uuid, loaded, prepared, options, tuple(found), predicate)
+    return MergePlan(md.uuid, loaded, prepared, options, tuple(found), predicate, groups)
 
 
 def _in_scope(table: pa.Table, predicate: Predicate | None) -> np.ndarray | None:
@@ -147,8 +161,14 @@ def merge_one(store: Store, plan: MergePlan, part: FilePart, *, dry_run: bool) -
     """
     table = read_file_parts(store, [part], plan.base.schema, plan.partition_keys)
     scope = _in_scope(table, plan.predicate)
-    merged = merge_file(table, plan.source, plan.options, plan.partition_keys, in_scope=scope)
+    # only the source rows of the file's partition can match: a small join
+    rows = plan.groups.get(partition_group(part, plan.options, plan.partition_keys))
+    if rows is None:
+        rows = np.zeros(0, dtype=np.int64)
+    source = plan.source.take(pa.array(rows, type=pa.int64()))
+    merged = merge_file(table, source, plan.options, plan.partition_keys, in_scope=scope)
     del table
+    merged = dataclasses.replace(merged, matched=rows[merged.matched], moved=rows[merged.moved])
     chunk = None
     if merged.changed and merged.table is not None and not dry_run:
         chunk = _write(store, plan, merged.table)  # one partition: one file, not regrouped

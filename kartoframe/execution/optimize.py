@@ -40,7 +40,7 @@ from kartoframe.plan.query import bound
 from kartoframe.plan.write import ChunkResult, new_file_uuid
 from kartoframe.storage.footer_stats import data_file_sizes
 from kartoframe.storage.resolve import bloom_columns_of, load_dataset
-from kartoframe.storage.side_files import base_statistics
+from kartoframe.storage.side_files import with_statistics
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -55,13 +55,13 @@ __all__ = [
 
 
 def _sizes(store: Store, loaded: LoadedDataset, labels: Iterable[str]) -> dict[str, int]:
-    """Data file sizes by label: from the statistics where they describe the current
-    file, asked of the store for the others.
+    """Data file sizes by label: from the statistics (``loaded``'s) where they describe
+    the current file, asked of the store for the others.
     """
     parts = loaded.metadata.partitions
     wanted = set(labels)
     sizes: dict[str, int] = {}
-    stats = base_statistics(store, loaded) if wanted else None
+    stats = loaded.statistics
     if stats is not None and "bytes" in stats.column_names:
         cols = stats.select(["label", "key", "bytes"]).to_pydict()
         for label, key, size in zip(cols["label"], cols["key"], cols["bytes"], strict=True):
@@ -96,6 +96,8 @@ def load_optimize(
         store, loaded, predicates=predicate, dask=False, consistent_integers=False
     )
     files = [f for t in scan.tasks for f in t.files]
+    if files:
+        loaded = with_statistics(store, loaded)  # the base: its commit reuses them
     plan = plan_optimize(
         uuid=md.uuid,
         table_name=md.table_name,

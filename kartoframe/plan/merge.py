@@ -51,7 +51,9 @@ __all__ = [
     "merge_file",
     "merge_options",
     "not_matched_rows",
+    "partition_group",
     "prepare_source",
+    "source_groups",
 ]
 
 WhenMatched = Literal["update", "delete", "ignore"]
@@ -205,6 +207,44 @@ def _check_unique_keys(table: pa.Table, on: Sequence[str]) -> None:
         )
 
 
+def source_groups(
+    source: pa.Table, options: MergeOptions, partition_keys: Sequence[str]
+) -> dict[tuple[Any, ...], np.ndarray]:
+    """The source rows that can match, grouped by the values of the partition keys among
+    ``on`` (one group ``()`` if there are none): the rows a file of a partition can match.
+
+    Rows with a null in their key are in no group (they never match).
+    """
+    rows = np.flatnonzero(_key_mask(source, options.on))
+    keys = [k for k in partition_keys if k in options.on]
+    if not keys or not len(rows):
+        return {(): rows} if len(rows) else {}
+    sub = source.select(keys).take(pa.array(rows, type=pa.int64()))
+    codes = np.zeros(len(rows), dtype=np.int64)
+    for k in keys:
+        enc = pc.dictionary_encode(sub.column(k)).combine_chunks()
+        idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
+        codes = codes * len(enc.dictionary) + idx
+    order = np.argsort(codes, kind="stable")
+    _, starts = np.unique(codes[order], return_index=True)
+    ends = np.append(starts[1:], len(order))
+    groups: dict[tuple[Any, ...], np.ndarray] = {}
+    for lo, hi in zip(starts, ends, strict=True):
+        first = int(order[lo])
+        values = tuple(sub.column(k)[first].as_py() for k in keys)
+        groups[values] = rows[order[lo:hi]]
+    return groups
+
+
+def partition_group(
+    part: FilePart, options: MergeOptions, partition_keys: Sequence[str]
+) -> tuple[Any, ...]:
+    """The :func:`source_groups` key of a file: its values of the partition keys in ``on``."""
+    return tuple(
+        v for k, v in zip(partition_keys, part.partition_values, strict=True) if k in options.on
+    )
+
+
 def candidate_files(
     files: Sequence[FilePart],
     partition_keys: Sequence[str],
@@ -213,40 +253,31 @@ def candidate_files(
     schema: pa.Schema,
     statistics: pa.Table | None,
     partitions: Mapping[str, str],
+    groups: Mapping[tuple[Any, ...], np.ndarray],
 ) -> list[FilePart]:
     """The files (of ``files``, the merge's scope) that may hold a row a source key
     matches, in order. With ``when_not_matched_by_source="delete"`` every file in scope.
 
-    Partition keys among ``on`` select the partitions the source's keys are in; the
-    statistics of the other key columns then drop files per partition, testing only the
-    keys of that partition.
+    ``groups`` are the :func:`source_groups`: partition keys among ``on`` select the
+    partitions the source's keys are in; the statistics of the other key columns then
+    drop files per partition, testing only the keys of that partition.
     """
     if options.when_not_matched_by_source == "delete":
         return list(files)
-    keyed = source.filter(pa.array(_key_mask(source, options.on)))
-    if not keyed.num_rows or not files:
+    if not groups or not files:
         return []
-    pk = list(partition_keys)
-    selecting = [i for i, k in enumerate(pk) if k in options.on]
-    others = [c for c in options.on if c not in pk]
-    groups: dict[tuple[Any, ...], list[FilePart]] = {}
+    others = [c for c in options.on if c not in partition_keys]
+    by_group: dict[tuple[Any, ...], list[FilePart]] = {}
     for f in files:
-        groups.setdefault(tuple(f.partition_values[i] for i in selecting), []).append(f)
-    rows: dict[tuple[Any, ...], list[int]] = {}
-    if selecting:
-        key_cols = [keyed.column(pk[i]).to_pylist() for i in selecting]
-        for r, values in enumerate(zip(*key_cols, strict=True)):
-            rows.setdefault(values, []).append(r)
-    else:
-        rows[()] = list(range(keyed.num_rows))
+        by_group.setdefault(partition_group(f, options, partition_keys), []).append(f)
     kept: set[str] = set()
-    for values, group in groups.items():
-        hit = rows.get(values)
+    for values, group in by_group.items():
+        hit = groups.get(values)
         if hit is None:
             continue
         labels = [f.label for f in group]
         if others and statistics is not None:
-            part = keyed.take(pa.array(hit, type=pa.int64()))
+            part = source.select(others).take(pa.array(hit, type=pa.int64()))
             literals = [(c, "in", pc.unique(part.column(c)).to_pylist()) for c in others]
             labels = skip_by_statistics(bind([literals], schema), labels, partitions, statistics)
         kept.update(labels)

@@ -21,7 +21,7 @@ from kartoframe.format.statistics import statistics_key, statistics_to_bytes
 from kartoframe.storage.resolve import load_statistics
 from kartoframe.storage.store import Store
 
-__all__ = ["base_statistics", "write_index_file", "write_statistics_file"]
+__all__ = ["base_statistics", "with_statistics", "write_index_file", "write_statistics_file"]
 
 
 def _put_fresh(store: Store, data: bytes, key_at: Callable[[str], str], failure: str) -> str:
@@ -57,9 +57,14 @@ def write_statistics_file(store: Store, dataset_uuid: str, stats: pa.Table) -> s
 
 def base_statistics(store: Store, base: LoadedDataset | None) -> pa.Table | None:
     """The base's statistics; an unreadable file counts as none (rows become unknown)."""
-    if base is None:
-        return None
+    return None if base is None else with_statistics(store, base).statistics
+
+
+def with_statistics(store: Store, base: LoadedDataset) -> LoadedDataset:
+    """``base`` carrying its statistics (loaded once: a commit on this base reuses them);
+    unchanged if it has none or they cannot be read.
+    """
     try:
-        return load_statistics(store, base).statistics
+        return load_statistics(store, base)
     except CorruptMetadataError:
-        return None
+        return base
