@@ -112,7 +112,7 @@ def merge_dataset(
     """
     if _is_dask(source):
         return merge_dataset_from_ddf(source, **_keywords(locals())).compute()  # type: ignore[no-any-return]
-    st, plan, commit = _prepared(locals())
+    st, plan, commit = prepared_merge(locals())
     return run_merge(st, plan, commit=commit, dry_run=dry_run)
 
 
@@ -124,7 +124,13 @@ def _keywords(args: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k != "source"}
 
 
-def _prepared(args: Mapping[str, Any]) -> tuple[Store, MergePlan, CommitOptions]:
+def merge_arguments(bound: inspect.BoundArguments) -> dict[str, Any]:
+    """Every argument of a :func:`merge_dataset` call (defaults filled in), by name."""
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def prepared_merge(args: Mapping[str, Any]) -> tuple[Store, MergePlan, CommitOptions]:
     """Check the arguments of :func:`merge_dataset` (every keyword), load and plan."""
     uuid, st = dataset_args(args["dataset_uuid"], args["store"])
     if not isinstance(args["dry_run"], bool):
@@ -177,14 +183,12 @@ def merge_dataset_from_ddf(*args: Any, **kwargs: Any) -> Any:
 
     from kartoframe.execution.graph_delayed import merge_graph
 
-    bound = inspect.signature(merge_dataset).bind(*args, **kwargs)
-    bound.apply_defaults()
-    values = dict(bound.arguments)
+    values = merge_arguments(inspect.signature(merge_dataset).bind(*args, **kwargs))
     ddf = values["source"]
     if not _is_dask(ddf):
         raise InvalidTypeError(f"source must be a dask DataFrame, got {type(ddf).__name__}.")
     values["source"] = ddf.compute()
-    st, plan, commit = _prepared(values)
+    st, plan, commit = prepared_merge(values)
     if values["dry_run"]:
         return delayed(run_merge, pure=False)(st, plan, commit=commit, dry_run=True)
     skipped = skip_merge(st, plan, commit)

@@ -43,7 +43,7 @@ from kartoframe.plan.merge import (
 )
 from kartoframe.plan.predicates import Predicate, to_expression
 from kartoframe.plan.query import bound
-from kartoframe.plan.write import ChunkResult
+from kartoframe.plan.write import ChunkResult, new_file_uuid
 from kartoframe.storage.resolve import bloom_columns_of, load_dataset
 from kartoframe.storage.side_files import with_statistics
 from kartoframe.storage.store import Store
@@ -139,13 +139,16 @@ class FileOutcome:
     chunk: ChunkResult | None
 
 
-def _write(store: Store, plan: MergePlan, table: pa.Table) -> ChunkResult:
-    """Write rows of the dataset (partition columns included) with the chunk kernel."""
+def _write(store: Store, plan: MergePlan, table: pa.Table, file_prefix: str = "") -> ChunkResult:
+    """Write rows of the dataset (partition columns included) with the chunk kernel, in
+    files whose names start with ``file_prefix``.
+    """
     md = plan.base.metadata
     return write_chunk(
         store,
         plan.uuid,
         table,
+        file_uuid=new_file_uuid(file_prefix),
         table_name=md.table_name,
         partition_on=plan.partition_keys,
         index_columns=sorted(set(md.indices) | set(md.embedded_indices)),
@@ -154,10 +157,13 @@ def _write(store: Store, plan: MergePlan, table: pa.Table) -> ChunkResult:
     )
 
 
-def merge_one(store: Store, plan: MergePlan, part: FilePart, *, dry_run: bool) -> FileOutcome:
+def merge_one(
+    store: Store, plan: MergePlan, part: FilePart, *, dry_run: bool, file_prefix: str = ""
+) -> FileOutcome:
     """The per-file work every engine runs: read one candidate file with the read kernel,
     merge the source into it and (unless ``dry_run``) write its new content as one file
-    of its partition. Memory holds the source and this file.
+    of its partition (named starting with ``file_prefix``). Memory holds the source and
+    this file.
     """
     table = read_file_parts(store, [part], plan.base.schema, plan.partition_keys)
     scope = _in_scope(table, plan.predicate)
@@ -171,7 +177,7 @@ def merge_one(store: Store, plan: MergePlan, part: FilePart, *, dry_run: bool) -
     merged = dataclasses.replace(merged, matched=rows[merged.matched], moved=rows[merged.moved])
     chunk = None
     if merged.changed and merged.table is not None and not dry_run:
-        chunk = _write(store, plan, merged.table)  # one partition: one file, not regrouped
+        chunk = _write(store, plan, merged.table, file_prefix)  # one partition: one file
     return FileOutcome(part, dataclasses.replace(merged, table=None), chunk)
 
 

@@ -157,9 +157,7 @@ def rewrite_unit(
                     origin=origin,
                     bloom_filter_columns=plan.bloom_filter_columns,
                     partition_values=values,
-                    file_uuid=(
-                        file_prefix + new_file_uuid()[len(file_prefix) :] if file_prefix else None
-                    ),
+                    file_uuid=new_file_uuid(file_prefix),
                 )
             )
     except BaseException:

@@ -92,9 +92,11 @@ class PartitionPlan:
         return _sorted(part, self.sort_by)
 
 
-def new_file_uuid() -> str:
-    """A fresh file uuid (uuid4 hex, as the reference implementations use)."""
-    return _uuid.uuid4().hex
+def new_file_uuid(prefix: str = "") -> str:
+    """A fresh file uuid (uuid4 hex, as the reference implementations use), starting with
+    ``prefix`` (a Spark job's id: its files are found by it) and as long as one without.
+    """
+    return prefix + _uuid.uuid4().hex[len(prefix) :]
 
 
 def check_write_columns(

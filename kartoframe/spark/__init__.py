@@ -36,6 +36,7 @@ from kartoframe.spark._cube import (
     extend_cube_from_sdf,
     update_cube_from_sdf,
 )
+from kartoframe.spark._merge import merge_dataset_from_sdf
 from kartoframe.spark._optimize import optimize_dataset
 from kartoframe.spark._write import store_dataset_from_sdf, update_dataset_from_sdf
 
@@ -48,6 +49,7 @@ __all__ = [
     "build_cube_from_sdf",
     "extend_cube_from_sdf",
     "local_session",
+    "merge_dataset_from_sdf",
     "optimize_dataset",
     "query_cube_sdf",
     "read_dataset_as_sdf",
