@@ -184,7 +184,10 @@ def merge_deltalake(path: Path, source: Any) -> dict[str, Any]:
         .when_not_matched_insert_all()
         .execute()
     )
-    return {"updated": int(m["num_target_rows_updated"]), "inserted": int(m["num_target_rows_inserted"])}
+    return {
+        "updated": int(m["num_target_rows_updated"]),
+        "inserted": int(m["num_target_rows_inserted"]),
+    }
 
 
 def merge_handwritten(path: Path, source: Any) -> dict[str, Any]:
@@ -205,6 +208,48 @@ def merge_handwritten(path: Path, source: Any) -> dict[str, Any]:
     return {"updated": len(old) - len(kept), "inserted": len(src) - (len(old) - len(kept))}
 
 
+def _status(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(field)
+
+
+def memory_worker(base: Path, work: Path, source_path: Path) -> dict[str, Any]:
+    """One kartoframe merge in this (fresh) process: its peak RSS growth (``VmHWM`` reset
+    after the imports, a warm-up merge of a tiny table and reading the source) against the
+    Arrow size of the source plus the files it rewrote.
+    """
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    import kartoframe as kf
+
+    with tempfile.TemporaryDirectory() as tmp:  # warm-up: code, pools, caches
+        df = pd.DataFrame({"day": [1, 2], "id": [1, 2], "value": [1.0, 2.0]})
+        kf.store_dataframes_as_dataset(store=tmp, dataset_uuid="w", dfs=[df], partition_on=["day"])
+        kf.merge_dataset(df.assign(value=3.0), tmp, "w", on=["day", "id"])
+    source = pq.read_table(source_path)
+    copy_table(base, work)
+    header = kf.read_dataset_metadata(UUID, str(work)).partitions
+    Path("/proc/self/clear_refs").write_text("5")
+    rss0 = _status("VmRSS")
+    r = kf.merge_dataset(source, str(work), UUID, on=["day", "id"])
+    growth = _status("VmHWM") - rss0
+    rewritten = [header[lb] for lb in r.candidates]
+    files = sum(pq.read_table(base / k).nbytes for k in rewritten)
+    largest = max((pq.read_table(base / k).nbytes for k in rewritten), default=0)
+    return {
+        "rss_growth": growth,
+        "source_nbytes": source.nbytes,
+        "rewritten_nbytes": files,
+        "largest_rewritten_nbytes": largest,
+        "candidate_files": r.candidate_files,
+        "pool": pa.default_memory_pool().backend_name,
+    }
+
+
 SYSTEMS = {
     "kartoframe": ("kartoframe", "kf merge_dataset", merge_kartoframe),
     "deltalake": ("deltalake", "deltalake merge", merge_deltalake),
@@ -223,7 +268,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data-dir", type=Path, default=None)
     p.add_argument("--json", type=Path, default=None)
     p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("--memory-worker", nargs=3, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.memory_worker:
+        sys.path.insert(0, str(HERE))
+        import systems as sysmod
+
+        sysmod.use_checkout_kartoframe()
+        base, work, src = (Path(a) for a in args.memory_worker)
+        print(json.dumps(memory_worker(base, work, src)))
+        return 0
     sys.path.insert(0, str(HERE))
     import compare
     import systems as sysmod
@@ -271,7 +325,12 @@ def main(argv: list[str] | None = None) -> int:
         labels = {k: v[1] for k, v in SYSTEMS.items()}
         with compare._quiet_warnings():
             res = h.run_alternating(
-                "merge", "upsert (merge) into the target", asdict(spec), spec.source_rows, ops, labels
+                "merge",
+                "upsert (merge) into the target",
+                asdict(spec),
+                spec.source_rows,
+                ops,
+                labels,
             )
     finally:
         shutil.rmtree(root / "work", ignore_errors=True)
@@ -297,6 +356,31 @@ def main(argv: list[str] | None = None) -> int:
             f"\n   kartoframe read {d['candidate_files']} candidate files of "
             f"{spec.days} and rewrote {d['files_rewritten']}"
         )
+    if args.data_dir is not None:  # the peak memory of a kartoframe merge, in a subprocess
+        import subprocess
+
+        work = root / "work" / "memory"
+        proc = subprocess.run(
+            [sys.executable, __file__, "--memory-worker", str(root / "base" / "kartoframe"),
+             str(work), str(root / "source.parquet")],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        shutil.rmtree(work, ignore_errors=True)
+        if proc.returncode == 0:
+            mem = json.loads(proc.stdout.strip().splitlines()[-1])
+            details["memory"] = mem
+            ref = mem["source_nbytes"] + mem["rewritten_nbytes"]
+            ratio = mem["rss_growth"] / ref
+            print(
+                f"\n== peak RSS of a kartoframe merge ({mem['pool']} pool): "
+                f"{mem['rss_growth'] / 2**20:.0f} MiB = {ratio:.2f}x (source "
+                f"{mem['source_nbytes'] / 2**20:.1f} MiB + rewritten files "
+                f"{mem['rewritten_nbytes'] / 2**20:.1f} MiB in Arrow)  goal <= 2x  "
+                f"{'met' if ratio <= 2 else 'NOT met'}"
+            )
+            rows.append(("peak RSS / (source + rewritten)", ratio, 2.0))
+        else:
+            print(f"memory worker failed: {proc.stderr[-500:]}")
     if args.json:
         args.json.write_text(
             json.dumps({"spec": asdict(spec), "medians": med, "details": details}, indent=1)
