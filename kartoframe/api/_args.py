@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import typing
@@ -23,6 +24,7 @@ from kartoframe.storage.store_arg import ensure_store
 StoreInput = Store | str | Callable[[], Any]
 
 __all__ = [
+    "Keywords",
     "StoreInput",
     "any_serializer_arg",
     "arguments_of",
@@ -143,6 +145,20 @@ def same_parameters(source: Callable[P, Any]) -> Callable[[Callable[..., R]], Ca
         return cast(Callable[P, R], func)
 
     return adopt
+
+
+@typing.dataclass_transform()
+class Keywords:
+    """Base of a keyword group: a dataclass whose fields are parameters.
+
+    ``class G(Keywords)`` declares parameters (positional-or-keyword; ``kw_only=True`` in
+    the class statement: keyword-only); groups compose by inheritance into the signature
+    source of :func:`same_parameters` (see :mod:`kartoframe.api._dataset_signatures`).
+    """
+
+    def __init_subclass__(cls, *, kw_only: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclasses.dataclass(kw_only=kw_only)(cls)
 
 
 def arguments_of(func: Callable[..., Any], args: Any, kwargs: Any) -> dict[str, Any]:

@@ -1,30 +1,24 @@
-"""The keyword lists of the dataset fronts (plateau's and kartothek's API), each keyword
-declared once per type and default.
+"""The keyword lists of the dataset fronts (plateau's and kartothek's API), written once.
 
-The read and write functions of every engine take largely the same keywords in different
-orders. A group below declares some keywords (name, type, default) once; a function's
-signature source is a dataclass made of its groups, which
-:func:`kartoframe.api._args.same_parameters` gives the public function: mypy
-(``ParamSpec``), :func:`inspect.signature`, ``help()`` and Sphinx then see exactly these
-parameters. The cube verbs do the same in :mod:`kartoframe.api._cube_signatures`.
-
-Dataclass fields come in reverse MRO order: a source lists its groups **last first**
-(``class ReadDelayed(_Dispatch, _Factory, _ReadOptions, _Dataset)`` takes
-``dataset_uuid, store, columns, ..., predicates, factory, dispatch_by``); keyword-only
-groups (``kw_only=True``) go after all the others, in the same order.
+The reads and writes of every engine take mostly the same keywords, in different orders.
+A group declares some keywords (name, type, default) once; a front's signature source
+composes its groups (:class:`~kartoframe.api._args.Keywords` dataclasses) and
+:func:`~kartoframe.api._args.same_parameters` gives it to the public function, so mypy,
+:func:`inspect.signature`, ``help()`` and Sphinx see exactly these parameters. Fields
+come in reverse MRO order: a source lists its groups **last first**, then declares its
+own last keywords (``kw_only=True``: its own keywords are keyword-only).
 ``tests/api/test_public_signatures.py`` pins every resulting signature.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.api._args import StoreInput
+from kartoframe.api._args import Keywords, StoreInput
 from kartoframe.execution.write import DataSerializer, ParquetSerializer
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.write_request import MetadataArg
@@ -35,14 +29,12 @@ DataFrame = Any
 # -- reads -------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class _Dataset:
+class _Dataset(Keywords):
     dataset_uuid: str | None = None
     store: StoreInput | None = None
 
 
-@dataclasses.dataclass
-class _ReadOptions:
+class _ReadOptions(Keywords):
     columns: Sequence[str] | None = None
     predicate_pushdown_to_io: bool = True
     categoricals: Sequence[str] | None = None
@@ -50,40 +42,36 @@ class _ReadOptions:
     predicates: object = None
 
 
-@dataclasses.dataclass
-class _Dispatch:
+class _Dispatch(Keywords):
     dispatch_by: Sequence[str] | None = None
 
 
-@dataclasses.dataclass
-class _Version:
-    version: int | None = None
-    as_of: object = None
-
-
-@dataclasses.dataclass
-class _Factory:
+class _Factory(Keywords):
     factory: Any = None
 
 
-@dataclasses.dataclass(kw_only=True)
-class _KwProgress:
+class ReadTable(_ReadOptions, _Dataset, kw_only=True):
     progress: bool = False
-
-
-@dataclasses.dataclass(kw_only=True)
-class _KwVersion:
     version: int | None = None
     as_of: object = None
-
-
-@dataclasses.dataclass(kw_only=True)
-class _KwFactory:
     factory: Any = None
 
 
-@dataclasses.dataclass(kw_only=True)
-class _KwDdfOptions:  # read_dataset_as_ddf's own order, all keyword-only
+class ReadFrames(_Dispatch, _ReadOptions, _Dataset):
+    version: int | None = None
+    as_of: object = None
+    factory: Any = None
+
+
+class ReadDelayed(_Dispatch, _Factory, _ReadOptions, _Dataset):
+    pass
+
+
+class ReadBag(ReadDelayed):
+    partition_size: int | None = None
+
+
+class ReadDdf(_Dataset, kw_only=True):  # its own order, all by keyword
     table: str | None = None
     columns: Sequence[str] | None = None
     predicates: object = None
@@ -92,211 +80,132 @@ class _KwDdfOptions:  # read_dataset_as_ddf's own order, all keyword-only
     dates_as_object: bool = True
     predicate_pushdown_to_io: bool = True
     dask_index_on: str | None = None
+    version: int | None = None
+    as_of: object = None
+    factory: Any = None
 
 
-@dataclasses.dataclass
-class ReadTable(_KwFactory, _KwVersion, _KwProgress, _ReadOptions, _Dataset):
-    pass
+# -- writes ------------------------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class ReadFrames(_Factory, _Version, _Dispatch, _ReadOptions, _Dataset):
-    pass
-
-
-@dataclasses.dataclass
-class ReadDelayed(_Dispatch, _Factory, _ReadOptions, _Dataset):
-    pass
-
-
-@dataclasses.dataclass
-class ReadBag(ReadDelayed):
-    partition_size: int | None = None
-
-
-@dataclasses.dataclass
-class ReadDdf(_KwFactory, _KwVersion, _KwDdfOptions, _Dataset):
-    pass
-
-
-# -- writes: the data and the dataset ----------------------------------------------------
-
-
-@dataclasses.dataclass
-class _Frames:
-    dfs: Sequence[pd.DataFrame]
-
-
-@dataclasses.dataclass
-class _FrameList:
-    df_list: Sequence[pd.DataFrame]
-
-
-@dataclasses.dataclass
-class _Generator:
-    df_generator: Iterable[Any]
-
-
-@dataclasses.dataclass
-class _Tasks:
-    delayed_tasks: Sequence[Any]
-
-
-@dataclasses.dataclass
-class _Bag:
-    bag: Any
-
-
-@dataclasses.dataclass
-class _Ddf:
-    ddf: Any
-
-
-@dataclasses.dataclass
-class _Sdf:
-    sdf: DataFrame
-
-
-@dataclasses.dataclass
-class _UpdateSdf:
-    sdf: DataFrame | None
-
-
-@dataclasses.dataclass
-class _NewDataset:  # store_* (required)
+class _NewDataset(Keywords):  # store_*: both required
     store: StoreInput
     dataset_uuid: str
 
 
-@dataclasses.dataclass
-class _SomeDataset:  # update_* (optional: plateau's factory= may name it)
+class _SomeDataset(Keywords):  # update_*: plateau's factory= may name it
     store: StoreInput | None = None
     dataset_uuid: str | None = None
 
 
-@dataclasses.dataclass
-class _Schema:
-    schema: pa.Schema | pd.DataFrame
-
-
-# -- writes: the options -----------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _Metadata:
+class _Metadata(Keywords):
     metadata: MetadataArg = None
 
 
-@dataclasses.dataclass
-class _PartitionOn:
-    partition_on: Sequence[str] | None = None
-
-
-@dataclasses.dataclass
-class _Overwrite:
+class _MetadataOverwrite(_Metadata):
     overwrite: bool = False
 
 
-@dataclasses.dataclass
-class _Indices:
+class _Layout(_Metadata):
+    partition_on: Sequence[str] | None = None
+    df_serializer: DataSerializer | None = None
+    overwrite: bool = False
+
+
+class _PartitionOn(Keywords):
+    partition_on: Sequence[str] | None = None
+
+
+class _PartitionIndices(_PartitionOn):
     secondary_indices: Sequence[str] | None = None
 
 
-@dataclasses.dataclass
-class _PartitionIndices(_Indices, _PartitionOn):
-    pass
+class _Indices(Keywords):
+    secondary_indices: Sequence[str] | None = None
 
 
-@dataclasses.dataclass
-class _Format:
+class _SortBy(Keywords):
+    sort_partitions_by: Sequence[str] | None = None
+
+
+class _Format(Keywords):
     metadata_storage_format: str = "json"
     metadata_version: int = 4
 
 
-@dataclasses.dataclass
-class _TableName:
+class _TableName(Keywords):
     table_name: str = "table"
 
 
-@dataclasses.dataclass
-class _TableFormat(_TableName):  # table_name, metadata_storage_format
+class _TableFormat(_TableName):
     metadata_storage_format: str = "json"
 
 
-@dataclasses.dataclass
-class _SortBy:
-    sort_partitions_by: Sequence[str] | None = None
-
-
-@dataclasses.dataclass
-class _Evolution:
+class _Evolution(Keywords):
     schema_evolution: SchemaEvolution = "none"
 
 
-@dataclasses.dataclass
-class _Txn:
+class _Txn(Keywords):
     app_id: str | None = None
     app_version: int | None = None
     commit_info: Mapping[str, Any] | None = None
 
 
-@dataclasses.dataclass
-class _Serializer:
+class _Serializer(Keywords):
     df_serializer: DataSerializer | None = None
 
 
-@dataclasses.dataclass
-class _ParquetSerializer:
+class _ParquetSerializer(Keywords):
     df_serializer: ParquetSerializer | None = None
 
 
-@dataclasses.dataclass
-class _Layout(_Overwrite, _Serializer, _PartitionOn, _Metadata):
-    pass
+class _DeleteScope(Keywords):
+    delete_scope: Sequence[Mapping[str, Any]] | None = None
 
 
-@dataclasses.dataclass
-class _Merger:
-    metadata_merger: Callable[..., Any] | None = None
-
-
-@dataclasses.dataclass
-class _UpdateLayout:  # what an update may restate of the dataset
+class _UpdateLayout(Keywords):  # what an update may restate of the dataset
     default_metadata_version: int = 4
     partition_on: Sequence[str] | None = None
     sort_partitions_by: Sequence[str] | None = None
     secondary_indices: Sequence[str] | None = None
 
 
-@dataclasses.dataclass
-class _DeleteScope:
-    delete_scope: Sequence[Mapping[str, Any]] | None = None
+class _Merger(Keywords):
+    metadata_merger: Callable[..., Any] | None = None
 
 
-@dataclasses.dataclass
-class _Update(_UpdateLayout, _Merger, _Serializer, _Metadata, _DeleteScope):
+class _UpdateOptions(_UpdateLayout, _Merger, _Serializer):
     pass
 
 
-@dataclasses.dataclass
-class _Shuffle:
+class _Update(_UpdateOptions, _Metadata, _DeleteScope):
+    pass
+
+
+class _UpdateTail(_Txn, _Evolution, _TableFormat):
+    pass
+
+
+class _StoreTail(_TableName):
+    sort_partitions_by: Sequence[str] | None = None
+    schema_evolution: SchemaEvolution = "none"
+
+
+class _Shuffle(Keywords):
     shuffle: bool = False
     num_buckets: int = 1
     bucket_by: Sequence[str] | None = None
 
 
-@dataclasses.dataclass
-class _RepartitionRatio:
+class _RepartitionRatio(Keywords):
     repartition_ratio: float | None = None
 
 
-@dataclasses.dataclass
-class _Table:  # plateau's dask name of table_name
-    table: str | None = None
+class _DaskTail(_Txn, _Evolution, _RepartitionRatio):
+    table: str | None = None  # plateau's dask name of table_name
 
 
-@dataclasses.dataclass
-class _DelayedStore:  # plateau's delayed and bag writes
+class _DelayedStore(Keywords):  # plateau's delayed and bag writes
     store: StoreInput
     dataset_uuid: str | None = None
     metadata: Any = None
@@ -308,125 +217,119 @@ class _DelayedStore:  # plateau's delayed and bag writes
     metadata_storage_format: str = "json"
 
 
-@dataclasses.dataclass
-class _AnyMetadata:
-    metadata: Any = None
-
-
-@dataclasses.dataclass(kw_only=True)
-class _KwSpark:  # Spark's writes take these by keyword only
+class _KwSpark(Keywords, kw_only=True):  # Spark's writes take these by keyword only
     repartition: bool = True
     app_id: str | None = None
     app_version: int | None = None
     commit_info: Mapping[str, Any] | None = None
 
 
+# the first parameter: the data
+
+
+class _Frames(Keywords):
+    dfs: Sequence[pd.DataFrame]
+
+
+class _FrameList(Keywords):
+    df_list: Sequence[pd.DataFrame]
+
+
+class _Generator(Keywords):
+    df_generator: Iterable[Any]
+
+
+class _Tasks(Keywords):
+    delayed_tasks: Sequence[Any]
+
+
+class _Bag(Keywords):
+    bag: Any
+
+
+class _Ddf(Keywords):
+    ddf: Any
+
+
+class _Sdf(Keywords):
+    sdf: DataFrame
+
+
+class _UpdateSdf(Keywords):
+    sdf: DataFrame | None
+
+
+class _Schema(Keywords):
+    schema: pa.Schema | pd.DataFrame
+
+
+class _AnyMetadata(Keywords):
+    metadata: Any = None
+
+
 # -- the write fronts (groups last first) ------------------------------------------------
 
 
-@dataclasses.dataclass
-class StoreFrames(
-    _Txn, _Evolution, _SortBy, _TableName, _Format, _Indices, _Layout, _Frames, _NewDataset
-):
+class StoreFrames(_Txn, _StoreTail, _Format, _Indices, _Layout, _Frames, _NewDataset):
     pass
 
 
-@dataclasses.dataclass
-class StoreFramesIter(
-    _Txn, _Evolution, _SortBy, _TableName, _Indices, _Format, _Layout, _NewDataset, _Generator
-):
+class StoreFramesIter(_Txn, _StoreTail, _Indices, _Format, _Layout, _NewDataset, _Generator):
     pass
 
 
-@dataclasses.dataclass
-class UpdateFrames(_Factory, _Txn, _Evolution, _TableFormat, _Update, _SomeDataset, _FrameList):
-    pass
+class UpdateFrames(_UpdateTail, _Update, _SomeDataset, _FrameList):
+    factory: Any = None
 
 
-@dataclasses.dataclass
-class UpdateFramesIter(_Factory, _Txn, _Evolution, _TableFormat, _Update, _SomeDataset, _Generator):
-    pass
+class UpdateFramesIter(_UpdateTail, _Update, _SomeDataset, _Generator):
+    factory: Any = None
 
 
-@dataclasses.dataclass
 class CreateEmpty(
-    _Txn, _TableName, _Format, _Overwrite, _Metadata, _PartitionOn, _Schema, _NewDataset
+    _Txn, _TableName, _Format, _MetadataOverwrite, _PartitionOn, _Schema, _NewDataset
 ):
     pass
 
 
-@dataclasses.dataclass
-class StoreDelayed(_SortBy, _Indices, _TableName, _DelayedStore, _Tasks):
-    pass
+class StoreDelayed(_Indices, _TableName, _DelayedStore, _Tasks):
+    sort_partitions_by: Sequence[str] | None = None
 
 
-@dataclasses.dataclass
-class UpdateDelayed(
-    _TableFormat,
-    _Factory,
-    _UpdateLayout,
-    _Merger,
-    _Serializer,
-    _AnyMetadata,
-    _DeleteScope,
-    _SomeDataset,
-    _Tasks,
-):
-    pass
+class UpdateDelayed(_Factory, _UpdateOptions, _AnyMetadata, _DeleteScope, _SomeDataset, _Tasks):
+    table_name: str = "table"
+    metadata_storage_format: str = "json"
 
 
-@dataclasses.dataclass
-class StoreBag(_SortBy, _TableName, _Indices, _DelayedStore, _Bag):
-    pass
+class StoreBag(_TableName, _Indices, _DelayedStore, _Bag):
+    sort_partitions_by: Sequence[str] | None = None
 
 
-@dataclasses.dataclass
 class StoreDdf(
-    _Merger,
-    _Table,
-    _Txn,
-    _Evolution,
-    _RepartitionRatio,
+    _DaskTail,
     _Format,
     _Serializer,
     _TableName,
-    _Overwrite,
-    _Metadata,
+    _MetadataOverwrite,
     _SortBy,
     _Shuffle,
     _PartitionIndices,
     _NewDataset,
     _Ddf,
 ):
-    pass
+    metadata_merger: Callable[..., Any] | None = None
 
 
-@dataclasses.dataclass
-class UpdateDdf(
-    _Factory,
-    _Table,
-    _Txn,
-    _Evolution,
-    _RepartitionRatio,
-    _TableFormat,
-    _Shuffle,
-    _Update,
-    _SomeDataset,
-    _Ddf,
-):
-    pass
+class UpdateDdf(_DaskTail, _TableFormat, _Shuffle, _Update, _SomeDataset, _Ddf):
+    factory: Any = None
 
 
-@dataclasses.dataclass
 class StoreSdf(
     _KwSpark,
-    _Evolution,
-    _SortBy,
-    _TableName,
+    _StoreTail,
     _Format,
     _ParquetSerializer,
-    _Overwrite,
-    _Metadata,
+    _MetadataOverwrite,
     _PartitionIndices,
     _NewDataset,
     _Sdf,
@@ -434,7 +337,6 @@ class StoreSdf(
     pass
 
 
-@dataclasses.dataclass
 class UpdateSdf(
     _KwSpark,
     _Evolution,

@@ -116,6 +116,15 @@ partition_on
     Must equal the dataset's partition keys (default: taken from the dataset).
 sort_partitions_by
     Sort each written file by these columns.
+== dask_txn
+app_id, app_version, commit_info
+    Idempotent writes and commit information, as in
+    :func:`kartoframe.store_dataframes_as_dataset` (checked when the graph commits).
+table
+    plateau's name for ``table_name``.
+== new_merger
+metadata_merger
+    Accepted for plateau compatibility (a new dataset has no metadata to merge).
 == dataset_result
 DatasetMetadataResult
     ``.uuid`` of the committed dataset; other attributes load its metadata.

@@ -76,13 +76,8 @@ def store_dataset_from_ddf(*args: Any, **kwargs: Any) -> Any:
     schema_evolution
         ``"none"`` (default): all partitions must have the same schema. ``"add_columns"``:
         partitions may add nullable columns (see :func:`kartoframe.store_dataframes_as_dataset`).
-    app_id, app_version, commit_info
-        Idempotent writes and commit information, as in
-        :func:`kartoframe.store_dataframes_as_dataset` (checked when the graph commits).
-    table
-        plateau's name for ``table_name``.
-    metadata_merger
-        Accepted for plateau compatibility (a new dataset has no metadata to merge).
+    $dask_txn
+    $new_merger
 
     $returns_delayed
 
@@ -164,11 +159,7 @@ def update_dataset_from_ddf(*args: Any, **kwargs: Any) -> Any:
     schema_evolution
         ``"none"`` (default) or ``"add_columns"`` (new nullable columns allowed; see
         :func:`kartoframe.update_dataset_from_dataframes`).
-    app_id, app_version, commit_info
-        Idempotent writes and commit information, as in
-        :func:`kartoframe.store_dataframes_as_dataset` (checked when the graph commits).
-    table
-        plateau's name for ``table_name``.
+    $dask_txn
     factory
         plateau's ``DatasetFactory`` instead of ``dataset_uuid`` and ``store``.
 

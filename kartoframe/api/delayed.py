@@ -111,8 +111,7 @@ def store_delayed_as_dataset(*args: Any, **kwargs: Any) -> Any:
     metadata, df_serializer, overwrite, partition_on, secondary_indices, table_name,
     metadata_storage_format, metadata_version, sort_partitions_by
         As in :func:`kartoframe.store_dataframes_as_dataset`.
-    metadata_merger
-        Accepted for plateau compatibility (a new dataset has no metadata to merge).
+    $new_merger
 
     $returns_delayed
 
