@@ -16,7 +16,7 @@ import typing
 import pytest
 
 from kartoframe.api import read
-from kartoframe.api._args import arguments_of, same_parameters
+from kartoframe.api._args import Keywords, arguments_of, same_parameters
 
 EXPECTED = {
     "kartoframe.read_table": (
@@ -319,6 +319,7 @@ def test_public_signature_is_pinned(qualname: str) -> None:
     assert func.__name__ == name
     # help() and Sphinx read the annotations too: the same names as the signature
     assert set(func.__annotations__) == {*inspect.signature(func).parameters, "return"}
+    assert set(typing.get_type_hints(func)) == set(func.__annotations__)  # they all resolve
 
 
 def test_adopted_parameters_are_the_source_ones_with_the_own_return() -> None:
@@ -344,3 +345,30 @@ def test_same_parameters_binds_positionally_and_by_name() -> None:
         adopted(1, "y", 2.0)  # c is keyword-only in the source
     with pytest.raises(TypeError):
         adopted(1, d=4)
+
+
+def test_a_dataclass_source_composes_its_groups_last_first() -> None:
+    class First(Keywords):
+        a: int
+        b: str = "x"
+
+    class Last(Keywords, kw_only=True):
+        k: float = 1.0
+
+    class Source(Last, First):
+        c: bytes = b""  # after the groups' keywords (keyword-only ones go last of all)
+
+    @same_parameters(Source)
+    def adopted(*args: typing.Any, **kwargs: typing.Any) -> dict[str, typing.Any]:
+        return arguments_of(adopted, args, kwargs)
+
+    expected = "(a: 'int', b: 'str' = 'x', c: 'bytes' = b'', *, k: 'float' = 1.0)"
+    assert str(inspect.signature(adopted)) == f"{expected} -> 'dict[str, typing.Any]'"
+    assert typing.get_type_hints(adopted) == {
+        "a": int,
+        "b": str,
+        "c": bytes,
+        "k": float,
+        "return": dict[str, typing.Any],
+    }
+    assert adopted(1, "y", b"z", k=2.0) == {"a": 1, "b": "y", "c": b"z", "k": 2.0}
