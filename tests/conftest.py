@@ -176,6 +176,17 @@ def dask_client() -> Iterator[Any]:
         yield client
 
 
+@pytest.fixture(params=["threads", "distributed"])
+def compute(request) -> Callable[[Any], Any]:
+    """Compute a dask object on the threaded scheduler, then (second parameter) on the
+    session's ``LocalCluster`` client: ``compute(job)``.
+    """
+    if request.param == "threads":
+        return lambda job: job.compute(scheduler="threads")
+    client = request.getfixturevalue("dask_client")
+    return lambda job: client.compute(job).result()
+
+
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[str]:
     """An S3-compatible server (moto's S3 service) on 127.0.0.1; yields its endpoint URL.

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kartoframe import errors
 from kartoframe.execution.merge import (
     FileOutcome,
     MergePlan,
@@ -62,8 +61,6 @@ def merge_with_spark(
         work=work,
         written=lambda o: [p.key for p in o.chunk.partitions] if o.chunk else [],
         what=f"merge into {plan.uuid!r}",
+        result_type=FileOutcome,
     )
-    for o in outcomes:
-        if not isinstance(o, FileOutcome | BaseException):
-            raise errors.CorruptMetadataError("A Spark merge task returned an unexpected value.")
     return finish_merge(store, plan, outcomes, commit=commit)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kartoframe import errors
 from kartoframe.execution.optimize import (
     chunks_or_raise,
     commit_optimize,
@@ -59,10 +58,8 @@ def rewrite_units_with_spark(spark: Any, store: Store, plan: OptimizePlan) -> li
         work=work,
         written=lambda chunk: [p.key for p in chunk.partitions],
         what=f"optimize {plan.uuid!r}",
+        result_type=ChunkResult,
     )
-    for o in outcomes:
-        if not isinstance(o, ChunkResult | BaseException):
-            raise errors.CorruptMetadataError("A Spark optimize task returned an unexpected value.")
     return chunks_or_raise(store, outcomes)
 
 

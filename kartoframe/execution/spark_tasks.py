@@ -49,13 +49,14 @@ def run_spark_tasks(
     work: Callable[[T, str], Any],
     written: Callable[[Any], Iterable[str]],
     what: str,
+    result_type: type,
 ) -> list[Any]:
     """Run ``work(item, job_id)`` for every item in its own Spark task; return the outcomes
     (results, or the exceptions items raised) in item order.
 
     ``work`` must start the name of every data file it writes with ``job_id`` and is
-    pickled with its closure; ``written(result)`` lists the keys a result references (the
-    files of retried attempts beside them are deleted).
+    pickled with its closure and returns a ``result_type``; ``written(result)`` lists the
+    keys a result references (the files of retried attempts beside them are deleted).
 
     Raises
     ------
@@ -92,6 +93,11 @@ def run_spark_tasks(
                 raise mapped from e
             raise
         outcomes = [pickle.loads(payload) for _, payload in sorted(rows, key=lambda r: r[0])]
+        if not all(isinstance(o, result_type | BaseException) for o in outcomes):
+            delete_job_files()
+            raise errors.CorruptMetadataError(
+                f"A Spark task of {what} returned an unexpected value."
+            )
         if any(s.numFailedTasks > 0 for s in spark_write._job_stages(sc, group)):
             # retried task attempts may have left files nobody will commit
             keep = [k for o in outcomes if not isinstance(o, BaseException) for k in written(o)]

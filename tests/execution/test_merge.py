@@ -355,19 +355,7 @@ def test_a_retried_merge_with_the_same_app_version_writes_nothing() -> None:
 
 
 # -------------------------------------------------------------------------------- dask
-@pytest.fixture(params=["threads", "distributed"])
-def scheduler(request):
-    """The threaded scheduler, or the session's LocalCluster client."""
-    return "threads" if request.param == "threads" else request.getfixturevalue("dask_client")
-
-
-def _compute(job, scheduler):
-    if scheduler == "threads":
-        return job.compute(scheduler="threads")
-    return scheduler.compute(job).result()
-
-
-def test_dask_merge_equals_the_eager_one(file_store, tmp_path, scheduler) -> None:
+def test_dask_merge_equals_the_eager_one(file_store, tmp_path, compute) -> None:
     import dask.dataframe as dd
 
     expected = _many_days(file_store)
@@ -375,7 +363,7 @@ def test_dask_merge_equals_the_eager_one(file_store, tmp_path, scheduler) -> Non
     _many_days(eager)
     src = _frame([1, 2, 3, 1], [60, 310, 10_000, 61], [-1.0, -2.0, -3.0, None])
     job = kf.merge_dataset_from_ddf(dd.from_pandas(src, npartitions=2), file_store, UUID, on="k")
-    got = _compute(job, scheduler)
+    got = compute(job)
     want = kf.merge_dataset(src, eager, UUID, on="k")
     same = {"version": None, "candidates": ()}  # labels are fresh uuids in each store
     assert dataclasses.replace(got, **same) == dataclasses.replace(want, **same)
@@ -397,7 +385,7 @@ def test_merge_dataset_takes_a_dask_frame_and_runs_its_graph(file_store) -> None
         kf.merge_dataset_from_ddf(_frame([1], [60], [-1.0]), file_store, UUID, on="k")
 
 
-def test_a_failed_dask_task_commits_nothing_and_cleans_up(file_store, scheduler) -> None:
+def test_a_failed_dask_task_commits_nothing_and_cleans_up(file_store, compute) -> None:
     import dask.dataframe as dd
 
     _many_days(file_store)
@@ -412,6 +400,6 @@ def test_a_failed_dask_task_commits_nothing_and_cleans_up(file_store, scheduler)
     file_store.delete(lost)  # one candidate is lost by hand: its task fails
     keys = set(file_store.iter_keys(""))
     with pytest.raises(Exception, match=lost.rsplit("/", 1)[1].split(".")[0]):
-        _compute(job, scheduler)
+        compute(job)
     assert set(file_store.iter_keys("")) == keys  # the other task's file is gone again
     assert kf.read_dataset_metadata(UUID, file_store).partitions == header.partitions

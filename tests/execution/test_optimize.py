@@ -413,24 +413,12 @@ def test_an_application_transaction_is_applied_once(built) -> None:
 
 
 # -------------------------------------------------------------------------------- dask
-@pytest.fixture(params=["threads", "distributed"])
-def scheduler(request):
-    """The threaded scheduler, or the session's LocalCluster client."""
-    return "threads" if request.param == "threads" else request.getfixturevalue("dask_client")
-
-
-def _compute(job, scheduler):
-    if scheduler == "threads":
-        return job.compute(scheduler="threads")
-    return scheduler.compute(job).result()
-
-
-def test_dask_optimize_equals_the_eager_one(file_store, tmp_path, scheduler) -> None:
+def test_dask_optimize_equals_the_eager_one(file_store, tmp_path, compute) -> None:
     expected = _build(file_store, days=5)
     other = kf.Store(f"file://{tmp_path}/other")
     _build(other, days=5)
     job = kf.optimize_dataset_as_delayed(UUID, file_store, sort_by=["k"])
-    got = _compute(job, scheduler)
+    got = compute(job)
     eager = kf.optimize_dataset(UUID, other, sort_by=["k"])
     assert (got.files_removed, got.files_added, got.partitions_optimized) == (
         eager.files_removed,
@@ -441,7 +429,7 @@ def test_dask_optimize_equals_the_eager_one(file_store, tmp_path, scheduler) -> 
     assert kf.optimize_dataset(UUID, file_store, sort_by=["k"]).files_removed == 0
 
 
-def test_a_failed_dask_task_commits_nothing_and_cleans_up(file_store, scheduler) -> None:
+def test_a_failed_dask_task_commits_nothing_and_cleans_up(file_store, compute) -> None:
     _build(file_store, days=5)
     victim = sorted(_files(file_store).values())[0]
     job = kf.optimize_dataset_as_delayed(UUID, file_store)  # planned while the file exists
@@ -449,7 +437,7 @@ def test_a_failed_dask_task_commits_nothing_and_cleans_up(file_store, scheduler)
     keys = set(file_store.iter_keys(""))
     header = kf.read_dataset_metadata(UUID, file_store)
     with pytest.raises(Exception, match=victim.rsplit("/", 1)[1].split(".")[0]):
-        _compute(job, scheduler)
+        compute(job)
     assert set(file_store.iter_keys("")) == keys
     assert kf.read_dataset_metadata(UUID, file_store).partitions == header.partitions
 
