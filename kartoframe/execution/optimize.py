@@ -140,6 +140,7 @@ def rewrite_unit(
     )
     if plan.schema.metadata:
         table = table.replace_schema_metadata(plan.schema.metadata)
+    release_unused_memory()  # the scan's buffers: the writer does not grow beside them
     step = -(-table.num_rows // unit.output_files) if table.num_rows else 0
     serializer = ParquetSerializer(chunk_size=opts.row_group_size)
     results: list[ChunkResult] = []
