@@ -6,21 +6,23 @@ gives the public verb: mypy (``ParamSpec``), :func:`inspect.signature`, ``help()
 Sphinx then see exactly these parameters. The eager, dask and Spark verbs differ only in
 the groups they add.
 
-Dataclass fields come in reverse MRO order: a source lists its groups **last first**
-(``class Build(_Txn, _Serializer, _Placement, _Metadata, _Input)`` takes ``data, cube,
-store, metadata, overwrite, partition_on, df_serializer, app_id, ...``); keyword-only
-fields (``kw_only=True`` groups, fields after ``KW_ONLY``) come after all the others,
-in the same order. ``tests/cube/test_cube_public_signatures.py`` pins every resulting
-signature.
+The groups are :class:`~kartoframe.api._args.Keywords` dataclasses (the application
+transaction and schema evolution ones are the dataset fronts', from
+:mod:`kartoframe.api._dataset_signatures`). Fields come in reverse MRO order: a source
+lists its groups **last first** (``class Build(_Txn, _Serializer, _Placement, _Metadata,
+_Input)`` takes ``data, cube, store, metadata, overwrite, partition_on, df_serializer,
+app_id, ...``); keyword-only fields (``kw_only=True`` groups and sources' own keywords)
+come after all the others, in the same order.
+``tests/cube/test_cube_public_signatures.py`` pins every resulting signature.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kartoframe.api._args import StoreInput
+from kartoframe.api._args import Keywords, StoreInput
+from kartoframe.api._dataset_signatures import _Evolution, _Txn
 from kartoframe.api.metadata import DatasetMetadata
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.cube import Cube
@@ -33,180 +35,139 @@ SparkSession = Any
 # -- the keyword groups ----------------------------------------------------------------
 
 
-@dataclasses.dataclass
-class _Spark:
+class _Spark(Keywords):
     spark: SparkSession
 
 
-@dataclasses.dataclass
-class _Data:
+class _Data(Keywords):
     data: Any
 
 
-@dataclasses.dataclass
-class _CubeStore:
+class _CubeStore(Keywords):
     cube: Cube
     store: StoreInput
 
 
-@dataclasses.dataclass
 class _Input(_CubeStore, _Data):  # data, cube, store
     pass
 
 
-@dataclasses.dataclass
-class _Conditions:
+class _Conditions(Keywords):
     conditions: ConditionsArg = None
 
 
-@dataclasses.dataclass
-class _RemoveConditions:
+class _RemoveConditions(Keywords):
     remove_conditions: ConditionsArg = None
 
 
-@dataclasses.dataclass
-class _DatasetIds:
+class _DatasetIds(Keywords):
     ktk_cube_dataset_ids: Iterable[str] | None = None
 
 
-@dataclasses.dataclass
 class _Removal(_DatasetIds, _RemoveConditions):  # remove_conditions, ktk_cube_dataset_ids
     pass
 
 
-@dataclasses.dataclass
-class _Metadata:
+class _Metadata(Keywords):
     metadata: Mapping[str, Mapping[str, Any]] | None = None
 
 
-@dataclasses.dataclass
-class _Placement:
+class _Placement(Keywords):
     overwrite: bool = False
     partition_on: Mapping[str, Iterable[str]] | None = None
 
 
-@dataclasses.dataclass
-class _Shuffle:
+class _Shuffle(Keywords):
     shuffle: bool = False
     num_buckets: int = 1
     bucket_by: Iterable[str] | None = None
 
 
-@dataclasses.dataclass
-class _Serializer:
+class _Serializer(Keywords):
     df_serializer: ParquetSerializer | None = None
-
-
-@dataclasses.dataclass
-class _Evolution:
-    schema_evolution: SchemaEvolution = "none"
-
-
-@dataclasses.dataclass
-class _Txn:
-    app_id: str | None = None
-    app_version: int | None = None
-    commit_info: Mapping[str, Any] | None = None
 
 
 # Spark's cube writes take everything after ``df_serializer`` by keyword only
 
 
-@dataclasses.dataclass(kw_only=True)
-class _Repartition:
+class _Repartition(Keywords, kw_only=True):
     repartition: bool = True
 
 
-@dataclasses.dataclass(kw_only=True)
-class _KwEvolution:
+class _KwEvolution(Keywords, kw_only=True):
     schema_evolution: SchemaEvolution = "none"
 
 
-@dataclasses.dataclass(kw_only=True)
-class _KwTxn:
+class _KwTxn(Keywords, kw_only=True):
     app_id: str | None = None
     app_version: int | None = None
     commit_info: Mapping[str, Any] | None = None
 
 
-@dataclasses.dataclass
-class _Datasets:
+class _Datasets(Keywords):
     datasets: Iterable[str] | None = None
 
 
-@dataclasses.dataclass
-class _Shape:
+class _Shape(Keywords):
     dimension_columns: Iterable[str] | None = None
     partition_by: Iterable[str] | None = None
     payload_columns: Iterable[str] | None = None
 
 
+class _Planning(Keywords):
+    consistent_integers: bool = False
+
+
 # -- the verbs' signature sources (groups last first) ----------------------------------
 
 
-@dataclasses.dataclass
 class Build(_Txn, _Serializer, _Placement, _Metadata, _Input):
     pass
 
 
-@dataclasses.dataclass
 class Append(_Txn, _Evolution, _Serializer, _Metadata, _Input):
     pass
 
 
-@dataclasses.dataclass
 class Update(_Txn, _Evolution, _Serializer, _Metadata, _Removal, _Input):
     pass
 
 
-@dataclasses.dataclass
 class Remove(_Txn, _Metadata, _DatasetIds, _Conditions, _CubeStore):
     pass
 
 
-@dataclasses.dataclass
 class DaskBuild(_Txn, _Serializer, _Shuffle, _Placement, _Metadata, _Input):
     pass
 
 
-@dataclasses.dataclass
 class DaskAppend(_Txn, _Evolution, _Serializer, _Shuffle, _Metadata, _Input):
     pass
 
 
-@dataclasses.dataclass
 class DaskUpdate(_Txn, _Evolution, _Serializer, _Shuffle, _Metadata, _Removal, _Input):
     pass
 
 
-@dataclasses.dataclass
 class SparkBuild(_KwTxn, _Repartition, _Serializer, _Placement, _Metadata, _Input):
     pass
 
 
-@dataclasses.dataclass
 class SparkAppend(_KwTxn, _KwEvolution, _Repartition, _Serializer, _Metadata, _Input):
     pass
 
 
-@dataclasses.dataclass
 class SparkUpdate(_KwTxn, _KwEvolution, _Repartition, _Serializer, _Metadata, _Removal, _Input):
     pass
 
 
-@dataclasses.dataclass
 class Query(_Shape, _Datasets, _Conditions, _CubeStore):
     pass
 
 
-@dataclasses.dataclass
-class PlanQuery(_Shape, _Datasets, _Conditions, _CubeStore):
-    consistent_integers: bool = False
-    _: dataclasses.KW_ONLY
+class PlanQuery(_Planning, _Shape, _Datasets, _Conditions, _CubeStore, kw_only=True):
     loaded: Mapping[str, DatasetMetadata] | None = None
 
 
-@dataclasses.dataclass
-class SparkQuery(_Datasets, _Shape, _Conditions, _CubeStore, _Spark):
-    _: dataclasses.KW_ONLY
+class SparkQuery(_Datasets, _Shape, _Conditions, _CubeStore, _Spark, kw_only=True):
     sort: bool = True
