@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kartoframe.errors import InvalidInputError
+from kartoframe.format.arrow_memory import release_unused_memory
 
 __all__ = [
     "SORT_METHODS",
@@ -84,6 +85,7 @@ def sorted_columns(holder: list[pa.Table], sort_by: Sequence[str], method: SortM
         columns[i] = None
         out.append(column.take(order))
         del column
+        release_unused_memory()  # the old column's pages, before the next copy is made
     return pa.Table.from_arrays(out, schema=schema)
 
 
