@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -53,6 +54,31 @@ def merge_lines(uuid: str, result: MergeResult) -> list[str]:
     ]
 
 
+#: ``(option, choices (the first is the default), help)`` of what happens to rows
+_WHEN: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("--when-matched", ("update", "delete", "ignore"), "a dataset row a source row matches."),
+    ("--when-not-matched", ("insert", "ignore"), "a source row that matches nothing."),
+    (
+        "--when-not-matched-by-source",
+        ("ignore", "delete"),
+        "a dataset row (selected by --where) that no source row matches.",
+    ),
+)
+
+
+def _when_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The ``--when-*`` options of :data:`_WHEN`, in order."""
+    for flag, choices, what in reversed(_WHEN):
+        command = click.option(
+            flag,
+            type=click.Choice(list(choices)),
+            default=choices[0],
+            show_default=True,
+            help=f"What happens to {what}",
+        )(command)
+    return command
+
+
 @click.command("merge")
 @click.argument("name")
 @click.argument("source", type=click.Path(exists=True, dir_okay=False))
@@ -64,27 +90,7 @@ def merge_lines(uuid: str, result: MergeResult) -> list[str]:
     metavar="COL[,COL]",
     help="Key column(s) matching source and dataset rows (repeatable or comma-separated).",
 )
-@click.option(
-    "--when-matched",
-    type=click.Choice(["update", "delete", "ignore"]),
-    default="update",
-    show_default=True,
-    help="What happens to a dataset row a source row matches.",
-)
-@click.option(
-    "--when-not-matched",
-    type=click.Choice(["insert", "ignore"]),
-    default="insert",
-    show_default=True,
-    help="What happens to a source row that matches nothing.",
-)
-@click.option(
-    "--when-not-matched-by-source",
-    type=click.Choice(["ignore", "delete"]),
-    default="ignore",
-    show_default=True,
-    help="What happens to a dataset row (selected by --where) that no source row matches.",
-)
+@_when_options
 @click.option(
     "-w",
     "--where",
