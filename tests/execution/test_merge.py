@@ -108,7 +108,7 @@ def frames(draw: st.DrawFn, min_size: int = 0, max_size: int = 12) -> pd.DataFra
     return _frame(p, k, v)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     appends=st.lists(frames(min_size=1), min_size=1, max_size=3),
     source=frames(),
