@@ -477,9 +477,27 @@ def statistics_to_bytes(stats: pa.Table) -> bytes:
     table = stats.select(keep).replace_schema_metadata(
         {VERSION_KEY: str(STATISTICS_VERSION).encode()}
     )
+    paths = [p for f in table.schema for p in _leaf_paths(f.type, f.name)]
+    # bloom filters are random bits: zstd and dictionaries only cost time (a 20M-id
+    # dataset's 22 MiB of blooms decoded in 90 ms with zstd, 5 ms without; same size)
     buf = io.BytesIO()
-    pq.write_table(table, buf, version="2.6", compression="zstd")
+    pq.write_table(
+        table,
+        buf,
+        version="2.6",
+        compression={p: "none" if p.startswith("bloom.") else "zstd" for p in paths},
+        use_dictionary=[p for p in paths if not p.startswith("bloom.")],
+    )
     return buf.getvalue()
+
+
+def _leaf_paths(t: pa.DataType, path: str) -> list[str]:
+    """Parquet column paths of the leaves of a field (as Parquet names them)."""
+    if pa.types.is_struct(t):
+        return [p for child in t for p in _leaf_paths(child.type, f"{path}.{child.name}")]
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _leaf_paths(t.value_type, f"{path}.list.element")
+    return [path]
 
 
 def statistics_from_bytes(data: bytes, origin: str = "") -> pa.Table | None:
