@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 
 from kartoframe.errors import CorruptDataError, KartoframeError, MissingDataFileError
 from kartoframe.storage.local_files import local_makedirs
+from kartoframe.storage.local_scan import read_local_files
 from kartoframe.storage.ranged import ranged_fragments
 from kartoframe.storage.store import Store
 
@@ -139,6 +140,12 @@ def _read_files(
     store: Store, keys: Sequence[str], schema: pa.Schema, options: ScanOptions
 ) -> pa.Table:
     """The scan of :func:`read_files`, its errors as Arrow and the store raise them."""
+    if store.is_local and keys and options.get("filter") is None:
+        plain = read_local_files(
+            store, keys, schema, options.get("partition_values"), options.get("columns")
+        )
+        if plain is not None:
+            return plain
     exprs, cols, filter, use_threads = scan_arguments(schema, keys, options)
     if not keys:
         return empty_table(schema, cols)

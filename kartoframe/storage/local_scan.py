@@ -1,0 +1,82 @@
+"""Local Parquet files read one by one: the fast path of an unfiltered local scan.
+
+A ``pyarrow.dataset`` scan pays a per-file cost of its own: on 7,300 small files (a year of
+daily appends, 1,300 rows each) it spent 2.0 s of wall time and 3.5 s of CPU where reading
+each file with ``ParquetFile.read`` on the calling thread took 1.35 s of both. So a local
+scan without a row filter of small files reads them one by one, as long as each holds the
+requested columns with exactly the dataset's types; anything else (a missing or narrower
+column, a partition column stored in the file, an unreadable file) returns None and the
+caller runs the dataset scan, which handles every case and reports errors. Files larger
+than :data:`THREADED_BYTES` are decoded on Arrow's thread pool.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from kartoframe.storage.store import Store
+
+__all__ = ["SMALL_FILE_BYTES", "THREADED_BYTES", "read_local_files"]
+
+#: Files are read one by one only if the first is at most this large (a dataset's files
+#: are usually alike): 7,300 files of 18 KiB were read 30 % faster file by file, 200 files
+#: of 170-190 KiB (25,000 rows each) 3 % slower.
+SMALL_FILE_BYTES = 64 * 1024
+#: A larger file among them is decoded on Arrow's thread pool.
+THREADED_BYTES = 4 * 2**20
+
+
+def read_local_files(
+    store: Store,
+    keys: Sequence[str],
+    schema: pa.Schema,
+    partition_values: Sequence[Sequence[tuple[str, Any]]] | None,
+    columns: Sequence[str] | None,
+) -> pa.Table | None:
+    """The rows of local Parquet objects ``keys`` (in order) with the dataset ``schema``'s
+    ``columns`` (all if None; partition columns from ``partition_values``), read file by
+    file; None if a file needs what only the dataset scan does.
+    """
+    names = list(columns) if columns is not None else list(schema.names)
+    if not names:
+        return None  # no column, only the row count: the scan knows it from the footers
+    try:
+        if os.path.getsize(store.path(keys[0])) > SMALL_FILE_BYTES:
+            return None  # files this large: the dataset scan's threads decode faster
+    except OSError:
+        return None
+    pvs = partition_values if partition_values is not None else [()] * len(keys)
+    given = sorted({c for pv in pvs for c, _ in pv if c in names})
+    wanted = [c for c in names if c not in given]
+    types = [schema.field(c).type for c in wanted]
+    tables: list[pa.Table] = []
+    try:
+        for key in keys:
+            with pa.OSFile(store.path(key)) as f:
+                pf = pq.ParquetFile(f, pre_buffer=False)
+                present = set(pf.schema_arrow.names)
+                if not present.issuperset(wanted) or present.intersection(given):
+                    return None  # a missing column, or a partition column in the file
+                table = pf.read(columns=wanted, use_threads=f.size() > THREADED_BYTES)
+            if not all(table.column(c).type.equals(t) for c, t in zip(wanted, types)):
+                return None
+            tables.append(table.select(wanted))
+    except (OSError, EOFError, pa.ArrowException, ValueError, TypeError):
+        return None  # the dataset scan reads them again and names what failed
+    body = pa.concat_tables(tables) if tables else None
+    if body is None:
+        return None
+    arrays: dict[str, pa.Array | pa.ChunkedArray] = {c: body.column(c) for c in wanted}
+    for c in given:  # in Arrow memory, one constant chunk per file
+        t = schema.field(c).type
+        values = [pa.scalar(dict(pv).get(c), type=t) for pv in pvs]
+        arrays[c] = pa.chunked_array(
+            [pa.repeat(v, n.num_rows) for v, n in zip(values, tables, strict=True)], type=t
+        )
+    out = pa.schema([schema.field(c) for c in names], metadata=schema.metadata)
+    return pa.Table.from_arrays([arrays[c] for c in names], schema=out)
