@@ -13,7 +13,9 @@ concurrent commit that removed or replaced one of those files (concurrent append
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from kartoframe.errors import InvalidInputError
@@ -285,20 +287,64 @@ def run_optimize(
     commit: CommitOptions = NO_COMMIT_OPTIONS,
     units: Iterable[RewriteUnit] | None = None,
     dry_run: bool = False,
+    workers: int | None = None,
 ) -> OptimizeResult:
-    """The eager engine: rewrite every unit in turn, then commit once.
+    """The eager engine: rewrite the units, then commit once.
 
-    ``units`` iterates over ``plan.units`` (a progress bar's wrapper, say). A failure
-    removes every file written; nothing is committed.
+    ``units`` iterates over ``plan.units`` in order (a progress bar's wrapper, say). Up
+    to ``workers`` units (default: the CPUs, at most 4) of at most
+    :data:`SHARED_UNIT_BYTES` each are rewritten at a time, as long as their sizes add up
+    to no more than the largest unit's: memory stays bounded by the largest unit while
+    small units share the cores. A failure removes every file written; nothing is
+    committed.
     """
     settled = settled_without_work(store, plan, commit, dry_run=dry_run)
     if settled is not None:
         return settled
-    chunks: list[ChunkResult] = []
-    try:
-        for unit in units if units is not None else plan.units:
-            chunks.append(rewrite_unit(store, plan, unit))
-    except BaseException:
-        delete_files(store, (p.key for c in chunks for p in c.partitions))
-        raise
+    n = workers if workers is not None else min(4, os.cpu_count() or 1)
+    if n < 1:
+        raise InvalidInputError(f"workers must be >= 1, got {n}.")
+    chunks = _rewrite_within_budget(store, plan, units if units is not None else plan.units, n)
     return commit_optimize(store, plan, base, chunks, commit)
+
+
+#: Units larger than this (bytes of files read) run alone: two large units at a time keep
+#: the Arrow pool within the budget but grow the process by the allocator's per-thread
+#: caches (10x scenario, 166 MiB partition: RSS growth 1.7x alone, 2.35x in pairs).
+SHARED_UNIT_BYTES = 32 * 2**20
+
+
+def _rewrite_within_budget(
+    store: Store, plan: OptimizePlan, units: Iterable[RewriteUnit], workers: int
+) -> list[ChunkResult]:
+    """:func:`rewrite_unit` of every unit, in order, at most ``workers`` at a time and
+    at most the largest unit's bytes in flight; on a failure the files of every unit
+    that finished are deleted and the failure is raised.
+    """
+    budget = max((u.bytes for u in plan.units), default=0)
+    done: dict[int, ChunkResult] = {}
+    running: dict[Future[ChunkResult], tuple[int, int]] = {}
+
+    def collect(futures: Iterable[Future[ChunkResult]]) -> None:
+        for f in futures:
+            i, _ = running.pop(f)
+            done[i] = f.result()
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kf-optimize") as pool:
+        try:
+            for i, unit in enumerate(units):
+                while running and (
+                    len(running) >= workers
+                    or sum(b for _, b in running.values()) + unit.bytes > budget
+                    or max(unit.bytes, *(b for _, b in running.values())) > SHARED_UNIT_BYTES
+                ):
+                    collect(wait(running, return_when=FIRST_COMPLETED).done)
+                running[pool.submit(rewrite_unit, store, plan, unit)] = (i, unit.bytes)
+            collect(wait(running).done)
+        except BaseException:
+            wait(running)  # the units still running finish (their files are deleted below)
+            written = list(done.values())
+            written += [f.result() for f in running if not f.cancelled() and not f.exception()]
+            delete_files(store, (p.key for c in written for p in c.partitions))
+            raise
+    return [done[i] for i in sorted(done)]
