@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from kartoframe.api._args import StoreInput, dataset_args, same_parameters
+from kartoframe.api._args import StoreInput, arguments_of, dataset_args, same_parameters
 from kartoframe.api._docs import fill
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.merge import MergePlan, load_merge, run_merge, skip_merge
@@ -124,12 +123,6 @@ def _keywords(args: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in args.items() if k != "source"}
 
 
-def merge_arguments(bound: inspect.BoundArguments) -> dict[str, Any]:
-    """Every argument of a :func:`merge_dataset` call (defaults filled in), by name."""
-    bound.apply_defaults()
-    return dict(bound.arguments)
-
-
 def prepared_merge(args: Mapping[str, Any]) -> tuple[Store, MergePlan, CommitOptions]:
     """Check the arguments of :func:`merge_dataset` (every keyword), load and plan."""
     uuid, st = dataset_args(args["dataset_uuid"], args["store"])
@@ -183,7 +176,7 @@ def merge_dataset_from_ddf(*args: Any, **kwargs: Any) -> Any:
 
     from kartoframe.execution.graph_delayed import merge_graph
 
-    values = merge_arguments(inspect.signature(merge_dataset).bind(*args, **kwargs))
+    values = arguments_of(merge_dataset, args, kwargs)
     ddf = values["source"]
     if not _is_dask(ddf):
         raise InvalidTypeError(f"source must be a dask DataFrame, got {type(ddf).__name__}.")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
-from kartoframe.api._args import same_parameters
-from kartoframe.api.merge import merge_arguments, merge_dataset, prepared_merge
+from kartoframe.api._args import arguments_of, same_parameters
+from kartoframe.api.merge import merge_dataset, prepared_merge
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_merge import merge_with_spark
@@ -37,7 +36,7 @@ def merge_dataset_from_sdf(*args: Any, **kwargs: Any) -> MergeResult:
     1
     """
     spark_engine.require_pyspark()
-    values = merge_arguments(inspect.signature(merge_dataset).bind(*args, **kwargs))
+    values = arguments_of(merge_dataset, args, kwargs)
     sdf = values["source"]
     spark = getattr(sdf, "sparkSession", None)
     if spark is None or not hasattr(sdf, "toArrow"):

@@ -80,14 +80,12 @@ def test_a_replace_racing_a_spark_merge_one_wins(spark: Any, tmp_path: pathlib.P
     store = f"{tmp_path}/store"
     _build(store)
     sdf = spark.createDataFrame(_changes())
-    import inspect
 
-    from kartoframe.api.merge import merge_arguments, merge_dataset, prepared_merge
+    from kartoframe.api._args import arguments_of
+    from kartoframe.api.merge import merge_dataset, prepared_merge
     from kartoframe.execution.spark_merge import merge_with_spark
 
-    values = merge_arguments(
-        inspect.signature(merge_dataset).bind(sdf.toArrow(), store, "ds", on=["country", "id"])
-    )
+    values = arguments_of(merge_dataset, (sdf.toArrow(), store, "ds"), {"on": ["country", "id"]})
     st, plan, commit = prepared_merge(values)
     kf.update_dataset_from_dataframes(
         [_changes().iloc[[1]]], store=store, dataset_uuid="ds", delete_scope=[{"country": "FR"}]
