@@ -4,13 +4,14 @@ commit once.
 :func:`load_merge` loads the dataset, checks the options and the source, and finds the
 candidate files (:func:`kartoframe.plan.merge.candidate_files`: the merge's predicates
 through the read planner, then the source keys against partitions and statistics).
-:func:`merge_candidates` reads the candidates one at a time with the read kernel and
-merges the source into each (:func:`kartoframe.plan.merge.merge_file`); memory holds the
-source and one file. :func:`run_merge` writes the changed files (as their partition,
-each in the place of the file it replaces) and the inserted rows with the chunk kernel,
-and publishes one commit that removes exactly the rewritten files: a concurrent append
-(even into a rewritten partition) still lands; a concurrent commit that removed or
-replaced a rewritten file makes it fail with ``CommitConflictError``.
+:func:`merge_one` is the per-file work every engine runs: it reads one candidate with
+the read kernel, merges the source into it (:func:`kartoframe.plan.merge.merge_file`;
+memory holds the source and that file) and writes its new content as one file of its
+partition. :func:`finish_merge` writes the inserted rows and publishes one commit that
+removes exactly the rewritten files (each replacement in its predecessor's place): a
+concurrent append (even into a rewritten partition) still lands; a concurrent commit
+that removed or replaced a rewritten file makes it fail with ``CommitConflictError``.
+:func:`run_merge` is the eager engine.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ import pyarrow as pa
 
 from kartoframe.execution.chunks import delete_files, write_chunk
 from kartoframe.execution.kernel import read_file_parts
-from kartoframe.execution.optimize import header_version
 from kartoframe.execution.read_plan import plan_loaded_read
-from kartoframe.execution.write import already_recorded, commit_write
+from kartoframe.execution.write import already_recorded, commit_write, only_removed_files
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
+from kartoframe.format.header_stamp import header_version
 from kartoframe.plan.file_part import FilePart
 from kartoframe.plan.merge import (
     FileMerge,
@@ -184,6 +185,7 @@ def merge_one(
 def _result(
     plan: MergePlan,
     outcomes: Sequence[FileOutcome],
+    unmatched: np.ndarray,
     *,
     inserted: int,
     files_added: int,
@@ -198,7 +200,7 @@ def _result(
         rows_updated=sum(m.updated for m in merges),
         rows_deleted=sum(m.deleted for m in merges),
         rows_inserted=inserted,
-        rows_not_matched=len(not_matched_rows(plan.source, [m.matched for m in merges])),
+        rows_not_matched=len(unmatched),
         candidate_partitions=len({p.partition_values for p in plan.candidates}),
         candidate_files=len(plan.candidates),
         files_rewritten=changed,
@@ -210,13 +212,13 @@ def _result(
     )
 
 
-def _inserts(plan: MergePlan, outcomes: Sequence[FileOutcome]) -> pa.Table:
+def _inserts(plan: MergePlan, outcomes: Sequence[FileOutcome], unmatched: np.ndarray) -> pa.Table:
     """The source rows to insert: updated rows that move to another partition (a source
-    row once per target row it updates) and the not-matched ones (if inserted).
+    row once per target row it updates) and the ``unmatched`` ones (if inserted).
     """
     rows = [o.merge.moved for o in outcomes]
     if plan.options.when_not_matched == "insert":
-        rows.append(not_matched_rows(plan.source, [o.merge.matched for o in outcomes]))
+        rows.append(unmatched)
     picked = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
     return plan.source.take(pa.array(picked, type=pa.int64()))
 
@@ -226,7 +228,8 @@ def skip_merge(store: Store, plan: MergePlan, commit: CommitOptions) -> MergeRes
     ``commit`` (a retried step writes nothing); None: run the merge.
     """
     if already_recorded(store, plan.uuid, commit):
-        return _result(plan, [], inserted=0, files_added=0, version=None, dry_run=False)
+        unmatched = not_matched_rows(plan.source, [])
+        return _result(plan, [], unmatched, inserted=0, files_added=0, version=None, dry_run=False)
     return None
 
 
@@ -251,11 +254,14 @@ def finish_merge(
     if failed:
         delete_files(store, (p.key for c in written for p in c.partitions))
         raise failed[0]
-    inserts = _inserts(plan, done)
+    unmatched = not_matched_rows(plan.source, [o.merge.matched for o in done])
+    inserts = _inserts(plan, done, unmatched)
     changed = [o for o in done if o.merge.changed]
     if dry_run or (not changed and not inserts.num_rows):
         n = inserts.num_rows if dry_run else 0
-        return _result(plan, done, inserted=n, files_added=0, version=None, dry_run=dry_run)
+        return _result(
+            plan, done, unmatched, inserted=n, files_added=0, version=None, dry_run=dry_run
+        )
     chunks = list(written)
     placed = {p.label: o.part.label for o in done if o.chunk for p in o.chunk.partitions}
     md = plan.base.metadata
@@ -281,7 +287,7 @@ def finish_merge(
                 "candidate_files": len(plan.candidates),
                 "files_rewritten": len(changed),
             },
-            remove_scope=_only_removed_files,
+            remove_scope=only_removed_files,
             placed=placed,
         )
     except BaseException:
@@ -290,6 +296,7 @@ def finish_merge(
     return _result(
         plan,
         done,
+        unmatched,
         inserted=inserts.num_rows,
         files_added=sum(len(c.partitions) for c in chunks),
         version=header_version(header),
@@ -321,10 +328,3 @@ def run_merge(
             outcomes.append(e)
             break
     return finish_merge(store, plan, outcomes, commit=commit, dry_run=dry_run)
-
-
-def _only_removed_files(_: LoadedDataset) -> set[str]:
-    """The delete scope of a merge: nothing beyond the files it rewrote (concurrent
-    appends, even into the same partitions, are not a conflict).
-    """
-    return set()

@@ -22,13 +22,13 @@ from kartoframe.errors import InvalidInputError
 from kartoframe.execution.chunks import ParquetSerializer, delete_files, write_chunk
 from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
-from kartoframe.execution.write import already_recorded, commit_write
+from kartoframe.execution.write import already_recorded, commit_write, only_removed_files
 from kartoframe.format.arrow_memory import release_unused_memory
 from kartoframe.format.clustering import sorted_columns
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.header import DatasetHeader, kartoframe_section
-from kartoframe.format.header_stamp import header_log
+from kartoframe.format.header import kartoframe_section
+from kartoframe.format.header_stamp import header_version
 from kartoframe.format.optimized import optimized_labels
 from kartoframe.plan.optimize import (
     OptimizePlan,
@@ -172,13 +172,6 @@ def rewrite_unit(
     return ChunkResult(parts, plan.schema, origin)
 
 
-def _only_removed_files(_: LoadedDataset) -> set[str]:
-    """The delete scope of an optimize: nothing beyond the files it read (so concurrent
-    appends, even in the same partition, are not a conflict).
-    """
-    return set()
-
-
 def commit_optimize(
     store: Store,
     plan: OptimizePlan,
@@ -225,17 +218,11 @@ def commit_optimize(
             "partitions_optimized": len({u.partition for u in plan.units}),
             "partitions_skipped": len(plan.skipped),
         },
-        remove_scope=_only_removed_files,
+        remove_scope=only_removed_files,
         optimized={p.label: opts.order for c in chunks for p in c.partitions},
         placed=placed,
     )
     return optimize_result(plan, chunks, header_version(header))
-
-
-def header_version(header: DatasetHeader) -> int | None:
-    """The log version a committed header records (None: no transaction log)."""
-    stamp = header_log(header)
-    return stamp.version if stamp is not None else None
 
 
 def optimize_result(
@@ -287,13 +274,12 @@ def run_optimize(
     commit: CommitOptions = NO_COMMIT_OPTIONS,
     units: Iterable[RewriteUnit] | None = None,
     dry_run: bool = False,
-    workers: int | None = None,
 ) -> OptimizeResult:
     """The eager engine: rewrite the units, then commit once.
 
     ``units`` iterates over ``plan.units`` in order (a progress bar's wrapper, say). Up
-    to ``workers`` units (default: the CPUs, at most 4) of at most
-    :data:`SHARED_UNIT_BYTES` each are rewritten at a time, as long as their sizes add up
+    to one unit per CPU (at most 4), of at most :data:`SHARED_UNIT_BYTES` each, are
+    rewritten at a time, as long as their sizes add up
     to no more than the largest unit's: memory stays bounded by the largest unit while
     small units share the cores. A failure removes every file written; nothing is
     committed.
@@ -301,10 +287,9 @@ def run_optimize(
     settled = settled_without_work(store, plan, commit, dry_run=dry_run)
     if settled is not None:
         return settled
-    n = workers if workers is not None else min(4, os.cpu_count() or 1)
-    if n < 1:
-        raise InvalidInputError(f"workers must be >= 1, got {n}.")
-    chunks = _rewrite_within_budget(store, plan, units if units is not None else plan.units, n)
+    workers = min(4, os.cpu_count() or 1)
+    todo = units if units is not None else plan.units
+    chunks = _rewrite_within_budget(store, plan, todo, workers)
     return commit_optimize(store, plan, base, chunks, commit)
 
 

@@ -66,6 +66,7 @@ __all__ = [
     "WrittenPartition",
     "commit_resolved",
     "commit_write",
+    "only_removed_files",
     "delete_files",
     "write_chunk",
 ]
@@ -250,6 +251,14 @@ def already_recorded(store: Store, dataset_uuid: str, commit: CommitOptions) -> 
         return False
     state = current_state(store, dataset_uuid)
     return commit.recorded_in(state.header if state else None)
+
+
+def only_removed_files(_: LoadedDataset) -> set[str]:
+    """The ``remove_scope`` of a commit that rewrites given files (optimize, merge): on a
+    newer version it removes nothing beyond them, so concurrent appends, even into the
+    same partitions, are not a conflict; a concurrent removal of one of them is.
+    """
+    return set()
 
 
 def commit_resolved(

@@ -33,6 +33,7 @@ __all__ = [
     "header_digest",
     "header_log",
     "header_txn",
+    "header_version",
     "seal_header",
     "sealed_intact",
     "stamp_header",
@@ -84,6 +85,12 @@ def header_log(header: DatasetHeader) -> HeaderLog | None:
     version = check_int(raw.get("version"), where, "kartoframe.log.version")
     ts = check_int(raw.get("timestamp"), where, "kartoframe.log.timestamp")
     return HeaderLog(version, ts)
+
+
+def header_version(header: DatasetHeader) -> int | None:
+    """The log version a header records (None: no transaction log)."""
+    stamp = header_log(header)
+    return stamp.version if stamp is not None else None
 
 
 def header_txn(header: DatasetHeader) -> dict[str, int]:
