@@ -37,14 +37,17 @@ def read_local_files(
     schema: pa.Schema,
     partition_values: Sequence[Sequence[tuple[str, Any]]] | None,
     columns: Sequence[str] | None,
+    *,
+    use_threads: bool = True,
 ) -> pa.Table | None:
     """The rows of local Parquet objects ``keys`` (in order) with the dataset ``schema``'s
     ``columns`` (all if None; partition columns from ``partition_values``), read file by
-    file; None if a file needs what only the dataset scan does.
+    file (a file larger than :data:`THREADED_BYTES` on Arrow's threads, if
+    ``use_threads``); None if a file needs what only the dataset scan does.
     """
     names = list(columns) if columns is not None else list(schema.names)
-    if not names:
-        return None  # no column, only the row count: the scan knows it from the footers
+    if not names or not keys:
+        return None  # no column (only the row count: the footers have it) or no file
     try:
         if os.path.getsize(store.path(keys[0])) > SMALL_FILE_BYTES:
             return None  # files this large: the dataset scan's threads decode faster
@@ -62,15 +65,14 @@ def read_local_files(
                 present = set(pf.schema_arrow.names)
                 if not present.issuperset(wanted) or present.intersection(given):
                     return None  # a missing column, or a partition column in the file
-                table = pf.read(columns=wanted, use_threads=f.size() > THREADED_BYTES)
+                threaded = use_threads and f.size() > THREADED_BYTES
+                table = pf.read(columns=wanted, use_threads=threaded)
             if not all(table.column(c).type.equals(t) for c, t in zip(wanted, types)):
                 return None
             tables.append(table.select(wanted))
     except (OSError, EOFError, pa.ArrowException, ValueError, TypeError):
         return None  # the dataset scan reads them again and names what failed
-    body = pa.concat_tables(tables) if tables else None
-    if body is None:
-        return None
+    body = pa.concat_tables(tables)
     arrays: dict[str, pa.Array | pa.ChunkedArray] = {c: body.column(c) for c in wanted}
     for c in given:  # in Arrow memory, one constant chunk per file
         t = schema.field(c).type

@@ -142,7 +142,12 @@ def _read_files(
     """The scan of :func:`read_files`, its errors as Arrow and the store raise them."""
     if store.is_local and keys and options.get("filter") is None:
         plain = read_local_files(
-            store, keys, schema, options.get("partition_values"), options.get("columns")
+            store,
+            keys,
+            schema,
+            options.get("partition_values"),
+            options.get("columns"),
+            use_threads=options.get("use_threads", True),
         )
         if plain is not None:
             return plain

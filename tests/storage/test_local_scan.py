@@ -13,7 +13,7 @@ import pytest
 
 import kartoframe as kf
 from kartoframe.storage import parquet
-from kartoframe.storage.local_scan import SMALL_FILE_BYTES, read_local_files
+from kartoframe.storage.local_scan import SMALL_FILE_BYTES, THREADED_BYTES, read_local_files
 
 SCHEMA = pa.schema(
     [("p", pa.string()), ("d", pa.date32()), ("x", pa.int64()), ("s", pa.string())],
@@ -91,3 +91,23 @@ def test_cases_it_leaves_to_the_dataset_scan(files, monkeypatch) -> None:
     big_key = "ds/table/p=k0/d=2024-01-01/big.parquet"
     assert read_local_files(store, [big_key, *keys], SCHEMA, [pv, *pvs], None) is None
     assert read_local_files(store, ["ds/table/none.parquet"], SCHEMA, [pv], None) is None
+
+
+@pytest.mark.parametrize("use_threads", [True, False])
+def test_a_large_file_among_small_ones_reads_alike_with_and_without_threads(
+    files, use_threads, monkeypatch
+) -> None:
+    """A file above THREADED_BYTES after small ones is decoded on Arrow's threads only
+    if the scan allows them; the table is the dataset scan's either way."""
+    store, keys, pvs = files
+    n = THREADED_BYTES // 6  # random int64: more than THREADED_BYTES on disk
+    rng = np.random.default_rng(2)
+    big = pa.table({"x": rng.integers(0, 2**62, n), "s": pa.array(["v"]).take(np.zeros(n, int))})
+    key = "ds/table/p=k0/d=2024-01-01/large.parquet"
+    _write(store, key, big)
+    assert os.path.getsize(store.path(key)) > THREADED_BYTES
+    fast = read_local_files(
+        store, [*keys, key], SCHEMA, [*pvs, pvs[0]], None, use_threads=use_threads
+    )
+    assert fast is not None and fast.num_rows == sum(40 + i for i in range(6)) + n
+    assert fast.equals(_dataset_scan(store, [*keys, key], [*pvs, pvs[0]], None, monkeypatch))
