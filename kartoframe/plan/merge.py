@@ -42,6 +42,7 @@ from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.file_part import FilePart
 from kartoframe.plan.predicates import bind
 from kartoframe.plan.skipping import skip_by_statistics
+from kartoframe.plan.write import value_codes
 
 __all__ = [
     "FileMerge",
@@ -220,11 +221,7 @@ def source_groups(
     if not keys or not len(rows):
         return {(): rows} if len(rows) else {}
     sub = source.select(keys).take(pa.array(rows, type=pa.int64()))
-    codes = np.zeros(len(rows), dtype=np.int64)
-    for k in keys:
-        enc = pc.dictionary_encode(sub.column(k)).combine_chunks()
-        idx = np.asarray(enc.indices.to_numpy(zero_copy_only=False), dtype=np.int64)
-        codes = codes * len(enc.dictionary) + idx
+    codes, _ = value_codes(sub, keys)
     order = np.argsort(codes, kind="stable")
     _, starts = np.unique(codes[order], return_index=True)
     ends = np.append(starts[1:], len(order))
@@ -341,7 +338,9 @@ def merge_file(
     n_deleted = int(deleted.sum()) - len(moved)
     if not changed:
         return FileMerge(False, None, s_idx, moved, 0, 0)
-    keep = np.flatnonzero(~deleted & ~np.isin(np.arange(n), replace_pos))
+    replaced = np.zeros(n, dtype=bool)
+    replaced[replace_pos] = True
+    keep = np.flatnonzero(~deleted & ~replaced)
     out = _assemble(target, source, keep, replace_pos, replace_src)
     return FileMerge(True, out if out.num_rows else None, s_idx, moved, updated, n_deleted)
 

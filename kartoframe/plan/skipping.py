@@ -173,17 +173,17 @@ class _Column:
         """
         t = self.type
         assert t is not None
+        if pa.types.is_timestamp(t):
+            return None  # the literal's own unit and zone: :meth:`bounds` per value
+        if pa.types.is_decimal(t) or pa.types.is_boolean(t):
+            return None  # numpy compares these element by element: the plain loop is as good
         try:
             items = [v.as_py() if isinstance(v, pa.Scalar) else v for v in values]
-            if pa.types.is_timestamp(t):
-                return None  # the literal's own unit and zone: :meth:`bounds` per value
             arr = pa.array(items).cast(t)
         except _SCALAR_ERRORS:
             return None
         if pa.types.is_floating(t):
             arr = pc.filter(arr, pc.invert(pc.is_nan(arr)))
-        if pa.types.is_decimal(t) or pa.types.is_boolean(t):
-            return None  # numpy compares these element by element: the plain loop is as good
         return pc.unique(arr.drop_null())
 
     def all_equal(self, value: Any) -> Mask:

@@ -30,6 +30,7 @@ __all__ = [
     "new_file_uuid",
     "plan_one_partition",
     "plan_partitions",
+    "value_codes",
 ]
 
 
@@ -175,6 +176,19 @@ def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
 
 
+def value_codes(table: pa.Table, columns: Sequence[str]) -> tuple[np.ndarray, int]:
+    """One ``int64`` code per row for its values of ``columns`` (equal values, equal
+    codes) and the number of possible codes.
+    """
+    codes = np.zeros(table.num_rows, dtype=np.int64)
+    n_codes = 1
+    for c in columns:
+        col_codes, dictionary = _codes(table[c])
+        codes = codes * len(dictionary) + col_codes
+        n_codes *= len(dictionary)
+    return codes, n_codes
+
+
 def plan_partitions(
     table: pa.Table,
     partition_on: Sequence[str],
@@ -208,12 +222,7 @@ def plan_partitions(
     if table.num_rows == 0:
         none = np.zeros(0, np.int64)
         return PartitionPlan(body, (), (), none, none, none, sort_by, body)
-    codes = np.zeros(table.num_rows, dtype=np.int64)
-    n_codes = 1
-    for c in partition_on:
-        col_codes, dictionary = _codes(table[c])
-        codes = codes * len(dictionary) + col_codes
-        n_codes *= len(dictionary)
+    codes, n_codes = value_codes(table, partition_on)
     if (codes == codes[0]).all():  # one partition value (a dask partition, say)
         vals = tuple(table[c][0].as_py() for c in partition_on)
         return plan_one_partition(body, partition_on, vals, file_uuid=file_uuid, sort_by=sort_by)
