@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kartoframe.api._args import arguments_of, same_parameters
+from kartoframe.api._args import arguments_of, ensure_store, same_parameters
 from kartoframe.api.merge import merge_dataset, prepared_merge
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution import spark_engine
@@ -41,7 +41,8 @@ def merge_dataset_from_sdf(*args: Any, **kwargs: Any) -> MergeResult:
     spark = getattr(sdf, "sparkSession", None)
     if spark is None or not hasattr(sdf, "toArrow"):
         raise InvalidTypeError(f"source must be a Spark DataFrame, got {type(sdf).__name__}.")
+    values["store"] = ensure_store(values["store"])
+    spark_engine.check_store(values["store"])  # before the source is collected and planned
     values["source"] = sdf.toArrow()
     st, plan, commit = prepared_merge(values)
-    spark_engine.check_store(st)
     return merge_with_spark(spark, st, plan, commit=commit, dry_run=values["dry_run"])

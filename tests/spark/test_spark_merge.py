@@ -13,7 +13,7 @@ import pytest
 
 import kartoframe as kf
 import kartoframe.spark as kfs
-from kartoframe.errors import CommitConflictError, InvalidTypeError
+from kartoframe.errors import CommitConflictError, InvalidInputError, InvalidTypeError
 
 
 def _build(store: str) -> pd.DataFrame:
@@ -101,3 +101,11 @@ def test_the_source_must_be_a_spark_frame(tmp_path: pathlib.Path) -> None:
     _build(store)
     with pytest.raises(InvalidTypeError, match="Spark DataFrame"):
         kfs.merge_dataset_from_sdf(_changes(), store, "ds", on="id")
+
+
+def test_a_store_executors_cannot_reach_is_refused_first(spark: Any) -> None:
+    """A memory:// store is refused before the source is collected or anything is read
+    (the dataset does not even exist there)."""
+    sdf = spark.createDataFrame(_changes())
+    with pytest.raises(InvalidInputError, match="in-process memory store"):
+        kfs.merge_dataset_from_sdf(sdf, "memory://spark-merge-nothing", "ds", on="id")
