@@ -19,6 +19,12 @@ from kartoframe.api.bag import (
     read_dataset_as_dataframe_bag,
     store_bag_as_dataset,
 )
+from kartoframe.api.changes import (
+    Changes,
+    read_changes,
+    read_changes__iterator,
+    read_changes_as_ddf,
+)
 from kartoframe.api.check import CheckReport, Finding, check_cube, check_dataset
 from kartoframe.api.copy import copy_dataset
 from kartoframe.api.cube import (
@@ -123,6 +129,7 @@ __all__ = [
     "Finding",
     "check_cube",
     "check_dataset",
+    "Changes",
     "CommitRecord",
     "dataset_history",
     "vacuum_dataset",
@@ -134,6 +141,9 @@ __all__ = [
     "optimize_dataset",
     "optimize_dataset_as_delayed",
     "hash_dataset",
+    "read_changes",
+    "read_changes__iterator",
+    "read_changes_as_ddf",
     "read_dataset_as_dataframes",
     "read_dataset_as_dataframes__iterator",
     "read_dataset_as_ddf",

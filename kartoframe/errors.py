@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "ChangesUnavailableError",
     "ColumnNotFoundError",
     "CommitConflictError",
     "CorruptDataError",
@@ -105,6 +106,13 @@ class NullPartitionValueError(InvalidInputError):
 
 class DuplicateKeyError(InvalidInputError):
     """A merge source holds two rows with the same key (the message names the key)."""
+
+
+class ChangesUnavailableError(InvalidInputError):
+    """The change feed of a requested version cannot be read any more: ``vacuum_dataset``
+    removed its log entry or the files it needs (the message names the oldest version
+    whose changes can still be read).
+    """
 
 
 class EmptyInputError(InvalidInputError):

@@ -19,6 +19,7 @@ __all__ = [
     "read_plan_table",
     "read_task_frame",
     "read_task_table",
+    "read_whole_files",
     "to_frame",
 ]
 
@@ -70,6 +71,13 @@ def read_file_parts(
         return read_data_files(store, keys, schema, columns=columns)
     pvs = [tuple(zip(partition_keys, f.partition_values)) for f in files]
     return read_data_files(store, keys, schema, partition_values=pvs)
+
+
+def read_whole_files(store: Store, keys: Sequence[str], schema: pa.Schema) -> pa.Table:
+    """Every row and column of files that hold all their columns (no partition values
+    in their keys: the change feed's change files), with ``schema``, in order.
+    """
+    return read_data_files(store, list(keys), schema)
 
 
 def read_plan_table(plan: ScanPlan, store: Store) -> pa.Table:

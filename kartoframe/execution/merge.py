@@ -27,6 +27,7 @@ from kartoframe.execution.chunks import delete_files, write_chunk
 from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
 from kartoframe.execution.write import already_recorded, commit_write, only_removed_files
+from kartoframe.format import changes
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header_stamp import header_version
@@ -45,6 +46,7 @@ from kartoframe.plan.merge import (
 from kartoframe.plan.predicates import Predicate, to_expression
 from kartoframe.plan.query import bound
 from kartoframe.plan.write import ChunkResult, new_file_uuid
+from kartoframe.storage.parquet import write_table
 from kartoframe.storage.resolve import bloom_columns_of, load_dataset
 from kartoframe.storage.side_files import with_statistics
 from kartoframe.storage.store import Store
@@ -132,12 +134,14 @@ def _in_scope(table: pa.Table, predicate: Predicate | None) -> np.ndarray | None
 class FileOutcome:
     """What merging into one candidate file did: the counts and source rows of its
     :class:`~kartoframe.plan.merge.FileMerge` (without the rows) and the file written in
-    its place (None: unchanged, or every row deleted).
+    its place (None: unchanged, or every row deleted), and the change file of its rows.
     """
 
     part: FilePart
     merge: FileMerge
     chunk: ChunkResult | None
+    #: the change file of the file's updated and deleted rows (None: none written)
+    change_file: str | None = None
 
 
 def _write(store: Store, plan: MergePlan, table: pa.Table, file_prefix: str = "") -> ChunkResult:
@@ -158,6 +162,13 @@ def _write(store: Store, plan: MergePlan, table: pa.Table, file_prefix: str = ""
     )
 
 
+def _write_changes(store: Store, plan: MergePlan, rows: pa.Table, file_prefix: str = "") -> str:
+    """Write rows of the change feed as a new change file of the dataset; return its key."""
+    key = changes.change_file_key(plan.uuid, new_file_uuid(file_prefix))
+    write_table(store, key, rows)
+    return key
+
+
 def merge_one(
     store: Store, plan: MergePlan, part: FilePart, *, dry_run: bool, file_prefix: str = ""
 ) -> FileOutcome:
@@ -176,10 +187,17 @@ def merge_one(
     merged = merge_file(table, source, plan.options, plan.partition_keys, in_scope=scope)
     del table
     merged = dataclasses.replace(merged, matched=rows[merged.matched], moved=rows[merged.moved])
-    chunk = None
-    if merged.changed and merged.table is not None and not dry_run:
-        chunk = _write(store, plan, merged.table, file_prefix)  # one partition: one file
-    return FileOutcome(part, dataclasses.replace(merged, table=None), chunk)
+    chunk = feed = None
+    if merged.changed and not dry_run:
+        if merged.changes is not None:
+            feed = _write_changes(store, plan, merged.changes, file_prefix)
+        if merged.table is not None:
+            try:
+                chunk = _write(store, plan, merged.table, file_prefix)  # one partition: one file
+            except BaseException:
+                delete_files(store, [feed] if feed else [])
+                raise
+    return FileOutcome(part, dataclasses.replace(merged, table=None, changes=None), chunk, feed)
 
 
 def _result(
@@ -250,9 +268,10 @@ def finish_merge(
     """
     done = [o for o in outcomes if isinstance(o, FileOutcome)]
     written = [o.chunk for o in done if o.chunk is not None]
+    feeds = [o.change_file for o in done if o.change_file is not None]
     failed = [o for o in outcomes if not isinstance(o, FileOutcome)]
     if failed:
-        delete_files(store, (p.key for c in written for p in c.partitions))
+        delete_files(store, [*(p.key for c in written for p in c.partitions), *feeds])
         raise failed[0]
     unmatched = not_matched_rows(plan.source, [o.merge.matched for o in done])
     inserts = _inserts(plan, done, unmatched)
@@ -268,6 +287,9 @@ def finish_merge(
     try:
         if inserts.num_rows:
             chunks.append(_write(store, plan, inserts))
+        if plan.options.when_not_matched == "insert" and len(unmatched):
+            new = plan.source.take(pa.array(unmatched, type=pa.int64()))
+            feeds.append(_write_changes(store, plan, changes.labelled(new, "insert")))
         header = commit_write(
             store,
             plan.uuid,
@@ -289,9 +311,10 @@ def finish_merge(
             },
             remove_scope=only_removed_files,
             placed=placed,
+            change_files=feeds,
         )
     except BaseException:
-        delete_files(store, (p.key for c in chunks for p in c.partitions))
+        delete_files(store, [*(p.key for c in chunks for p in c.partitions), *feeds])
         raise
     return _result(
         plan,

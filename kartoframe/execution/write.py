@@ -98,6 +98,7 @@ def commit_write(
     create_or_update: bool = False,
     optimized: Mapping[str, Sequence[str]] | None = None,
     placed: Mapping[str, str] | None = None,
+    change_files: Sequence[str] | None = None,
 ) -> DatasetHeader:
     """Validate all chunks against each other and the base, merge indices, publish.
 
@@ -154,6 +155,9 @@ def commit_write(
     placed
         Added label -> removed label whose place in the header's (commit) order it
         takes (:class:`~kartoframe.format.fold.PlacePartitions`); others go to the end.
+    change_files
+        Change files written for this commit (its exact change feed, recorded in the
+        log entry; deleted with the data files if the commit fails or is skipped).
 
     Raises
     ------
@@ -163,6 +167,7 @@ def commit_write(
         The dataset changed concurrently in a conflicting way.
     """
     written_keys = [p.key for c in chunks for p in c.partitions] if owns_files else []
+    written_keys += list(change_files or ())
     index_keys_written: list[str] = []
     removes = set(remove_labels)
     txn = CommitOptions.of(commit.app_id, commit.app_version)
@@ -231,6 +236,7 @@ def commit_write(
         app_version=txn.app_version,
         commit_info=info,
         update_operation=as_update,
+        changes=tuple(change_files) if change_files is not None else None,
     )
     try:
         result = commit_transaction(store, dataset_uuid, _build, base=base, intent=intent)

@@ -13,6 +13,7 @@ Generated names (``<uuid>`` the dataset, ``<table>`` its table)::
     <uuid>/indices/<col>/<timestamp>.by-dataset-index.parquet        index
     <uuid>/_kartoframe/stats/<timestamp>.statistics.pq               statistics
     <uuid>/_kartoframe/log/<20 digits>[.checkpoint].json             transaction log
+    <uuid>/_kartoframe/changes/<32 hex digits>.changes.parquet      change file
     <folder>/.<name>.tmp-<hex>                                       local temp file of
                                                                      <folder>/<name>
 
@@ -24,9 +25,11 @@ from __future__ import annotations
 import re
 
 from kartoframe.format import naming, txlog
+from kartoframe.format.changes import is_change_file
 from kartoframe.format.statistics import STATISTICS_DIR, STATISTICS_SUFFIX
 
 __all__ = [
+    "is_change_file",
     "is_collectable",
     "is_common_metadata",
     "is_data_file",
@@ -109,14 +112,15 @@ def is_header(key: str, dataset_uuid: str) -> bool:
 
 
 def is_collectable(key: str, dataset_uuid: str, table: str | None) -> bool:
-    """A data, index or statistics file: what garbage collection and vacuum may delete
-    when no retained version references it (``table``: the dataset's table; None: a data
+    """A data, index, statistics or change file: what garbage collection and vacuum may
+    delete when no retained version references it (``table``: the dataset's table; None: a data
     file of any valid table name).
     """
     return (
         is_data_file(key, dataset_uuid, table)
         or is_index_file(key, dataset_uuid)
         or is_statistics_file(key, dataset_uuid)
+        or is_change_file(key, dataset_uuid)
     )
 
 
@@ -141,6 +145,6 @@ def _is_generated(key: str, dataset_uuid: str, table: str | None) -> bool:
 
 def is_dataset_file(key: str, dataset_uuid: str, table: str | None = None) -> bool:
     """Any key a write of the dataset generates (what ``delete_dataset`` removes): header,
-    schema, data, index, statistics and log files, and their temp files.
+    schema, data, index, statistics, change and log files, and their temp files.
     """
     return _is_generated(key, dataset_uuid, table) or is_temp_file(key, dataset_uuid, table)

@@ -41,6 +41,7 @@ def make_entry(
     reverts: int | None = None,
     external: bool = False,
     foreign_sha256: str | None = None,
+    changes: tuple[str, ...] | None = None,
 ) -> LogEntry:
     """Describe version ``version`` (``header``; None: deleted) relative to ``previous``.
 
@@ -95,6 +96,7 @@ def make_entry(
         external,
         foreign_sha256,
         fresh,
+        changes=changes,
     )
 
 

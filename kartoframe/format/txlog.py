@@ -55,6 +55,7 @@ from kartoframe.errors import (
     UnsupportedVersionError,
 )
 from kartoframe.format import naming
+from kartoframe.format.changes import is_change_file
 from kartoframe.format.header import (
     DatasetHeader,
     kartoframe_section,
@@ -180,6 +181,9 @@ class LogEntry:
         of older writers and in external ones): a committer compares the stored header
         with it, cheaply, to notice a header edited by hand or by another program
         that kept the ``kartoframe`` map.
+    changes
+        Keys of the change files this commit wrote (:mod:`kartoframe.format.changes`):
+        its exact change feed (None: derive the feed from ``add`` and ``remove``).
     """
 
     version: int
@@ -204,6 +208,7 @@ class LogEntry:
     foreign_sha256: str | None = None
     new: tuple[str, ...] | None = None
     header_file_sha256: str | None = None
+    changes: tuple[str, ...] | None = None
 
     @property
     def added_labels(self) -> tuple[str, ...]:
@@ -255,6 +260,8 @@ def encode_entry(entry: LogEntry) -> bytes:
         doc["new"] = list(entry.new)
     if entry.header_file_sha256 is not None:
         doc["header_file_sha256"] = entry.header_file_sha256
+    if entry.changes is not None:
+        doc["changes"] = list(entry.changes)
     return dump_doc(doc, f"log entry {entry.version}")
 
 
@@ -328,6 +335,11 @@ def decode_entry(data: bytes, dataset_uuid: str, version: int) -> LogEntry:
     file_sha = r.opt("header_file_sha256", str, "a hex digest or null")
     if file_sha is not None and not SHA_RE.match(file_sha):
         r.fail("header_file_sha256", "a hex SHA-256 digest", file_sha)
+    changes = r.opt("changes", list, "a list of change file keys or null")
+    if changes is not None:
+        for key in changes:
+            if not (isinstance(key, str) and is_change_file(key, dataset_uuid)):
+                r.fail("changes", "a list of change file keys of the dataset", key)
     return LogEntry(
         version=version,
         timestamp=timestamp,
@@ -351,6 +363,7 @@ def decode_entry(data: bytes, dataset_uuid: str, version: int) -> LogEntry:
         foreign_sha256=foreign,
         new=tuple(check_label(lb, r, "new") for lb in new) if new is not None else None,
         header_file_sha256=file_sha,
+        changes=tuple(changes) if changes is not None else None,
     )
 
 

@@ -38,6 +38,7 @@ from kartoframe.errors import (
     InvalidTypeError,
     SchemaError,
 )
+from kartoframe.format import changes
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.file_part import FilePart
 from kartoframe.plan.predicates import bind
@@ -288,7 +289,8 @@ class FileMerge:
     ``table`` is the file's new content (None: no row is left), valid only if
     ``changed``. ``matched`` are the source rows (indices) that matched a row of the file;
     ``moved`` those of them that update a row into another partition (written with the
-    inserts).
+    inserts). ``changes`` are the file's rows of the change feed (updates as pre- and
+    postimage pairs, then deletes; :mod:`kartoframe.format.changes`), None if none.
     """
 
     changed: bool
@@ -297,6 +299,7 @@ class FileMerge:
     moved: np.ndarray
     updated: int
     deleted: int
+    changes: pa.Table | None = None
 
 
 def merge_file(
@@ -342,7 +345,31 @@ def merge_file(
     replaced[replace_pos] = True
     keep = np.flatnonzero(~deleted & ~replaced)
     out = _assemble(target, source, keep, replace_pos, replace_src)
-    return FileMerge(True, out if out.num_rows else None, s_idx, moved, updated, n_deleted)
+    feed = _feed(target, source, t_pos if updated else none, s_idx if updated else none, deleted)
+    return FileMerge(
+        True, out if out.num_rows else None, s_idx, moved, updated, n_deleted, changes=feed
+    )
+
+
+def _feed(
+    target: pa.Table, source: pa.Table, t_pos: np.ndarray, s_idx: np.ndarray, deleted: np.ndarray
+) -> pa.Table | None:
+    """The change feed rows of one file: each updated target row (``t_pos``, also those
+    that move partition) with the source row that replaces it (``s_idx``), then the
+    deleted rows that are no update.
+    """
+    only_deleted = deleted.copy()
+    only_deleted[t_pos] = False
+    parts = []
+    if len(t_pos):
+        pre = target.take(pa.array(t_pos, type=pa.int64()))
+        parts.append(changes.pairs(pre, source.take(pa.array(s_idx, type=pa.int64()))))
+    if only_deleted.any():
+        gone = target.take(pa.array(np.flatnonzero(only_deleted), type=pa.int64()))
+        parts.append(changes.labelled(gone, "delete"))
+    if not parts:
+        return None
+    return pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
 
 
 def _match(

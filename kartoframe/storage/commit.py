@@ -264,6 +264,7 @@ def commit_transaction(
             previous=parent.header,
             header=header,
             schema=schema_bytes,
+            changes=intent.changes,
         )
         if entry.reset and entry.schema is None:
             entry = dataclasses.replace(entry, schema=_state_schema(store, built))

@@ -131,6 +131,9 @@ class Intent:
     update_operation
         The operation recorded when a ``"create_or_update"`` commit lands as an update
         of a version another writer created.
+    changes
+        Keys of the change files this commit wrote (recorded in its log entry: its exact
+        change feed); None for a commit whose feed is derived from its files.
     """
 
     mode: Mode
@@ -143,6 +146,7 @@ class Intent:
     commit_info: Mapping[str, Any] | None = None
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
     update_operation: str = "APPEND"
+    changes: tuple[str, ...] | None = None
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ inside the window: the next version was committed less than ``retention`` ago. R
 versions (their header was never published) are never retained. Every file a retained
 version references — data files, index files, the statistics file, ``_common_metadata`` —
 is kept; the log is kept from the oldest retained version on (with a checkpoint there, so
-those versions can still be rebuilt).
+those versions can still be rebuilt), and so are the change files its entries record (the
+change feed of every retained version stays readable).
 
 What maintenance deletes (:func:`collect_garbage`) must also be (1) a name a write of the
 dataset generates (:mod:`kartoframe.format.generated`), never a key just because of its
@@ -26,6 +27,7 @@ from typing import Any
 
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError
 from kartoframe.format import generated, log_diff, naming, txlog
+from kartoframe.format.changes import CHANGES_DIR
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.statistics import STATISTICS_DIR
 from kartoframe.format.txlog import LogEntry
@@ -231,6 +233,9 @@ def retained_versions(
         if k not in kept or (following is not None and following.reverts == k):
             continue  # outside the window, or never published
         referenced |= txlog.referenced_keys(header)
+        recorded = entries.get(k)
+        if recorded is not None and recorded.changes:
+            referenced |= set(recorded.changes)
     expired = [txlog.checkpoint_key(dataset_uuid, c) for c in checkpoints if c < oldest]
     expired += [txlog.entry_key(dataset_uuid, e) for e in versions if e < oldest]
     oldest_entry = entries.get(oldest)
@@ -359,6 +364,7 @@ def newer_references(store: Store, dataset_uuid: str, snapshot: State) -> set[st
             break
         header = log_diff.apply_entry(header, entry, dataset_uuid)
         refs |= txlog.referenced_keys(header)
+        refs |= set(entry.changes or ())
         version += 1
     return refs
 
@@ -408,7 +414,11 @@ def collect_garbage(
         return mtime is not None and mtime < cutoff
 
     ages: dict[str, int | None] = {}
-    prefixes = [f"{dataset_uuid}/indices/", f"{dataset_uuid}/{STATISTICS_DIR}/"]
+    prefixes = [
+        f"{dataset_uuid}/indices/",
+        f"{dataset_uuid}/{STATISTICS_DIR}/",
+        f"{dataset_uuid}/{CHANGES_DIR}/",
+    ]
     if header.explicit_partitions:  # implicit datasets: every data file is live
         prefixes.append(naming.table_prefix(dataset_uuid, header.table_name))
     for prefix in prefixes:

@@ -1,0 +1,190 @@
+"""The change data feed: ``read_changes`` and its iterator and dask variants.
+
+Every variant returns a :class:`Changes` pair: the rows (a pandas DataFrame, an iterator
+of them, or a dask DataFrame) and the cursor to pass as ``start_version`` next time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any, Generic, NamedTuple, TypeVar
+
+import pandas as pd
+
+from kartoframe.api._args import StoreInput, ensure_store
+from kartoframe.api._docs import fill
+from kartoframe.execution.changes import iter_change_tables, load_changes, read_changes_table
+from kartoframe.execution.dask_changes import changes_to_ddf
+from kartoframe.format.convert import table_to_frame
+from kartoframe.plan.arguments import check_uuid
+from kartoframe.plan.changes import ChangePlan
+from kartoframe.storage.store import Store
+
+__all__ = ["Changes", "read_changes", "read_changes__iterator", "read_changes_as_ddf"]
+
+T = TypeVar("T")
+
+
+class Changes(NamedTuple, Generic[T]):
+    """The rows of a change feed read and the cursor of the next read.
+
+    Unpack it: ``rows, cursor = kf.read_changes(..., start_version=cursor)``.
+
+    Attributes
+    ----------
+    rows
+        The changed rows: the dataset's columns, then ``_change_type`` (``insert``,
+        ``delete``, ``update_preimage``, ``update_postimage``), ``_commit_version`` and
+        ``_commit_timestamp`` (UTC), in commit order.
+    next_version
+        The first version this read did not cover: the ``start_version`` of the next
+        read (tailing a dataset).
+    """
+
+    rows: T
+    next_version: int
+
+
+def _frame(plan: ChangePlan, table: Any) -> pd.DataFrame:
+    return table_to_frame(table, plan.schema)
+
+
+def _plan(
+    dataset_uuid: str,
+    store: StoreInput,
+    start_version: int,
+    end_version: int | None,
+    columns: Sequence[str] | None,
+    predicates: object,
+) -> tuple[Store, ChangePlan]:
+    st = ensure_store(store)
+    plan = load_changes(
+        st,
+        check_uuid(dataset_uuid),
+        start_version=start_version,
+        end_version=end_version,
+        columns=columns,
+        predicates=predicates,
+    )
+    return st, plan
+
+
+@fill
+def read_changes(
+    dataset_uuid: str,
+    store: StoreInput,
+    *,
+    start_version: int,
+    end_version: int | None = None,
+    columns: Sequence[str] | None = None,
+    predicates: object = None,
+) -> Changes[pd.DataFrame]:
+    """The rows that the commits ``start_version`` to ``end_version`` inserted, deleted
+    and updated (Delta Lake's change data feed).
+
+    Appends give ``insert`` rows; replaced partitions (``delete_scope``, cube updates),
+    deleted partitions and overwrites give ``delete`` rows for the rows removed and
+    ``insert`` rows for the rows added; merges record their changes exactly, in change
+    files written with the commit (``update_preimage`` / ``update_postimage`` pairs,
+    ``delete``, ``insert``). Compaction (``optimize_dataset``), index builds and metadata
+    commits change no row. Only the files of the requested commits are read.
+
+    $params_dataset
+    start_version
+        The first version whose changes to return (a previous read's ``next_version``
+        to tail the dataset; one past the current version returns no rows).
+    end_version
+        The last version (default: the current one).
+    columns
+        Dataset columns to return (default: all); the feed's columns always follow.
+    predicates
+        Filter rows (DNF, as in :func:`kartoframe.read_table`).
+
+    Returns
+    -------
+    Changes
+        ``(rows, next_version)``: a pandas DataFrame and the cursor of the next read.
+
+    Raises
+    ------
+    $not_found
+    ChangesUnavailableError
+        ``vacuum_dataset`` removed what the changes of ``start_version`` need.
+    InvalidInputError
+        A version beyond the current one.
+
+    $examples
+    >>> url = "memory://changes-example"
+    >>> df = pd.DataFrame({"id": [1, 2], "v": [1.0, 2.0]})
+    >>> _ = kf.store_dataframes_as_dataset(url, "ds", [df])
+    >>> _ = kf.merge_dataset(pd.DataFrame({"id": [2, 3], "v": [20.0, 3.0]}), url, "ds", on="id")
+    >>> rows, cursor = kf.read_changes("ds", url, start_version=1)
+    >>> rows[["id", "v", "_change_type", "_commit_version"]]
+       id     v      _change_type  _commit_version
+    0   2   2.0   update_preimage                1
+    1   2  20.0  update_postimage                1
+    2   3   3.0            insert                1
+    >>> cursor, len(kf.read_changes("ds", url, start_version=cursor).rows)
+    (2, 0)
+    """
+    st, plan = _plan(dataset_uuid, store, start_version, end_version, columns, predicates)
+    return Changes(_frame(plan, read_changes_table(st, plan)), plan.next_version)
+
+
+@fill
+def read_changes__iterator(
+    dataset_uuid: str,
+    store: StoreInput,
+    *,
+    start_version: int,
+    end_version: int | None = None,
+    columns: Sequence[str] | None = None,
+    predicates: object = None,
+) -> Changes[Iterator[pd.DataFrame]]:
+    """:func:`read_changes` as an iterator of DataFrames, one per commit and kind of file
+    (memory holds one at a time), in commit order.
+
+    The versions are fixed when this is called; the iterator reads lazily.
+
+    $params_dataset
+    start_version, end_version, columns, predicates
+        As in :func:`read_changes`.
+
+    Returns
+    -------
+    Changes
+        ``(frames, next_version)``: an iterator of pandas DataFrames and the cursor of
+        the next read.
+    """
+    st, plan = _plan(dataset_uuid, store, start_version, end_version, columns, predicates)
+    frames = (_frame(plan, t) for t in iter_change_tables(st, plan))
+    return Changes(frames, plan.next_version)
+
+
+@fill
+def read_changes_as_ddf(
+    dataset_uuid: str,
+    store: StoreInput,
+    *,
+    start_version: int,
+    end_version: int | None = None,
+    columns: Sequence[str] | None = None,
+    predicates: object = None,
+) -> Changes[Any]:
+    """:func:`read_changes` as a lazy dask DataFrame: one partition per commit and kind
+    of file (a worker holds one at a time), in commit order.
+
+    The versions are fixed when this is called.
+
+    $params_dataset
+    start_version, end_version, columns, predicates
+        As in :func:`read_changes`.
+
+    Returns
+    -------
+    Changes
+        ``(ddf, next_version)``: a ``dask.dataframe.DataFrame`` and the cursor of the
+        next read.
+    """
+    st, plan = _plan(dataset_uuid, store, start_version, end_version, columns, predicates)
+    return Changes(changes_to_ddf(plan, st), plan.next_version)
