@@ -245,6 +245,19 @@ def load_faultfs() -> ModuleType:
     return sys.modules[name]
 
 
+def load_standalone() -> ModuleType:
+    """Import ``tests/cluster/standalone.py`` (the test Spark cluster) once, by one name."""
+    name = "kf_test_standalone"
+    if name not in sys.modules:
+        path = Path(__file__).parent / "cluster" / "standalone.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 @pytest.fixture
 def make_faulty() -> Callable[..., tuple[kf.Store, Any]]:
     """``make_faulty(store, retries=3)`` -> (store over a FaultyFileSystem, that filesystem).
@@ -263,7 +276,8 @@ def make_faulty() -> Callable[..., tuple[kf.Store, Any]]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """A local SparkSession (2 cores) for the whole test session.
+    """A local SparkSession (2 cores) for the whole test session (with
+    ``KARTOFRAME_TEST_SPARK=cluster``: a session on a standalone cluster, ``make test-cluster``).
 
     Built by :func:`kartoframe.spark.local_session` (the documented way): ``local[2]``,
     ``PYSPARK_PYTHON`` set to the test interpreter before the JVM starts, Arrow, UTC session
@@ -276,6 +290,13 @@ def spark() -> Iterator[Any]:
         pytest.skip("Spark needs Java; `make test` installs it")
     import kartoframe.spark as kfs
 
+    if os.environ.get("KARTOFRAME_TEST_SPARK", "local") == "cluster":
+        # `make test-cluster`: a session on a standalone cluster (tests/cluster/standalone.py)
+        standalone = load_standalone()
+        yield standalone.shared_session()
+        left = standalone.shutdown()
+        assert not left, f"cluster processes left running: {left}"
+        return
     log4j2 = Path(__file__).resolve().parent / "spark" / "log4j2.properties"
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j2} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
     session = kfs.local_session("kartoframe-tests", cores=2, java_options=java_opts)

@@ -30,6 +30,7 @@ from kartoframe.api.read import plan_read
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_engine import ReaderChoice
 from kartoframe.execution.spark_read import plan_to_sdf
+from kartoframe.spark._cluster import check_executors, cluster_session
 from kartoframe.spark._cube import (
     append_to_cube_from_sdf,
     build_cube_from_sdf,
@@ -47,6 +48,8 @@ SparkSession = Any
 __all__ = [
     "append_to_cube_from_sdf",
     "build_cube_from_sdf",
+    "check_executors",
+    "cluster_session",
     "extend_cube_from_sdf",
     "local_session",
     "merge_dataset_from_sdf",

@@ -1,0 +1,214 @@
+"""A SparkSession on a cluster (standalone, YARN, Kubernetes) configured for kartoframe,
+and the check that the executors' Python can run kartoframe before the first real job.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib.metadata
+import os
+import sys
+import types
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from kartoframe import errors
+from kartoframe.execution import spark_engine
+
+#: ``pyspark.sql.SparkSession`` (pyspark is imported by the engine only).
+SparkSession = Any
+
+__all__ = ["check_executors", "cluster_session"]
+
+#: Settings of :func:`cluster_session` (before the caller's ``conf``).
+CLUSTER_SESSION_CONF: dict[str, str] = {
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+def cluster_session(
+    master: str,
+    *,
+    app_name: str = "kartoframe",
+    python: str | None = None,
+    java_options: str | None = None,
+    conf: Mapping[str, object] | None = None,
+    quiet: bool = True,
+    check: bool = True,
+) -> SparkSession:
+    """A SparkSession on a cluster, configured for kartoframe, whose executors are checked.
+
+    Spark's executors start their Python workers with ``PYSPARK_PYTHON`` as it was in the
+    driver when the SparkContext started (``python3`` when unset); the
+    ``spark.pyspark.python`` setting alone does not change it. This sets both to
+    ``python`` before the context starts, enables Arrow conversions, sets the session time
+    zone to UTC and turns off the console progress bars, then (``check``) runs one tiny
+    job on the executors that imports kartoframe and pyarrow there: a cluster whose
+    executors cannot run kartoframe fails here, with the executor's interpreter and error,
+    instead of in the first write or cube query with a Java stack trace ending in
+    ``ModuleNotFoundError``. Spark's retry settings (``spark.task.maxFailures``, 4 on a
+    cluster) are left as they are.
+
+    Parameters
+    ----------
+    master
+        The cluster's master URL: ``"spark://host:7077"`` (standalone), ``"yarn"``,
+        ``"k8s://https://..."``; ``local[N]`` works too (see :func:`local_session`).
+    app_name
+        The Spark application name.
+    python
+        The interpreter the executors run (a path that exists on every executor host,
+        with kartoframe and pyarrow installed). Default: this interpreter
+        (``sys.executable``), right when driver and executors share the environment (one
+        host, a shared image or a mounted environment).
+    java_options
+        Extra JVM options for the driver (``spark.driver.extraJavaOptions``); executors
+        take ``conf={"spark.executor.extraJavaOptions": ...}``.
+    conf
+        More Spark settings (``{"spark.executor.memory": "2g"}``), applied last.
+    quiet
+        Log errors only in the driver (a log4j2 configuration shipped with kartoframe,
+        and ``setLogLevel("ERROR")``).
+    check
+        Run :func:`check_executors` before returning.
+
+    Returns
+    -------
+    pyspark.sql.SparkSession
+        A new session, or the active one (``getOrCreate``: JVM-level settings and the
+        executors' Python of a context that already runs do not change, so the check
+        then tells whether it can run kartoframe).
+
+    Raises
+    ------
+    MissingDependencyError
+        pyspark is not installed.
+    SparkPythonWorkerError
+        The executors cannot start ``python`` or cannot import kartoframe or pyarrow
+        with it, or run another kartoframe version than the driver.
+
+    Examples
+    --------
+    >>> import kartoframe.spark as kfs  # doctest: +SKIP
+    >>> spark = kfs.cluster_session("spark://10.0.0.5:7077", app_name="nightly",
+    ...                             python="/opt/venv/bin/python")  # doctest: +SKIP
+    >>> spark.conf.get("spark.sql.session.timeZone")  # doctest: +SKIP
+    'UTC'
+    """
+    pyspark = spark_engine.require_pyspark()
+    executor_python = python or sys.executable
+    # read by SparkContext.__init__ (sc.pythonExec); spark.pyspark.python alone is not used
+    os.environ["PYSPARK_PYTHON"] = executor_python
+    options = dict(CLUSTER_SESSION_CONF)
+    options["spark.pyspark.python"] = executor_python
+    java = []
+    if quiet:
+        log4j = os.path.join(os.path.dirname(errors.__file__), "spark-log4j2.properties")
+        java.append(f"-Dlog4j2.configurationFile=file:{log4j}")
+    if java_options:
+        java.append(java_options)
+    if java:
+        options["spark.driver.extraJavaOptions"] = " ".join(java)
+    options.update({str(k): str(v) for k, v in (conf or {}).items()})
+    builder = pyspark.sql.SparkSession.builder.master(master).appName(app_name)
+    for key, value in options.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    if quiet:
+        session.sparkContext.setLogLevel("ERROR")
+    if check:
+        check_executors(session)
+    return session
+
+
+def _probe(_: Iterable[Any]) -> Iterator[tuple[str, int, str, str | None, str | None]]:
+    """(Runs in an executor's Python worker.) Host, pid, interpreter, kartoframe version,
+    and the import error if kartoframe or pyarrow cannot be imported.
+
+    Pickled by value (see :func:`check_executors`): unpickling it must not need kartoframe.
+    """
+    import importlib as _importlib
+    import importlib.metadata as _metadata
+    import os as _os
+    import socket as _socket
+    import sys as _sys
+
+    version = problem = None
+    try:
+        _importlib.import_module("pyarrow")
+        _importlib.import_module("kartoframe")
+        version = _metadata.version("kartoframe")
+    except BaseException as e:
+        problem = f"{type(e).__name__}: {e}"
+    yield _socket.gethostname(), _os.getpid(), _sys.executable, version, problem
+
+
+def check_executors(spark: SparkSession) -> list[tuple[str, int, str]]:
+    """Run one tiny job on the executors that imports kartoframe and pyarrow there.
+
+    One task per default-parallelism slot, so every executor of a small cluster is
+    usually reached. Call it before the first job of a session built otherwise than by
+    :func:`cluster_session` (which calls it).
+
+    Returns
+    -------
+    list of (host, pid, interpreter)
+        The Python workers that answered.
+
+    Raises
+    ------
+    SparkPythonWorkerError
+        A Python worker could not be started, or cannot import kartoframe or pyarrow, or
+        imports another kartoframe version than the driver's (the message names the
+        interpreter, its error and the fix).
+    """
+    sc = spark.sparkContext
+    python = str(sc.pythonExec)
+    fix = (
+        "Build the session with kartoframe.spark.cluster_session(master, python=...) naming "
+        "an interpreter with kartoframe installed on every executor host, or set "
+        "PYSPARK_PYTHON to it before the SparkContext starts."
+    )
+    slots = max(int(sc.defaultParallelism), 1)
+    probe = _by_value(_probe)
+    try:
+        answers = sc.parallelize(range(slots), slots).mapPartitions(probe).collect()
+    except Exception as e:
+        lines = [ln for ln in str(e).splitlines() if ln.strip()]
+        cause = next(
+            (ln.strip() for ln in lines if "Cannot run program" in ln or "Error" in ln),
+            lines[0] if lines else type(e).__name__,
+        )
+        raise errors.SparkPythonWorkerError(
+            f"Spark's executors cannot start their Python workers with {python!r} "
+            f"(the SparkContext's PYSPARK_PYTHON): {cause}. {fix}"
+        ) from e
+    driver_version = importlib.metadata.version("kartoframe")
+    for host, _pid, exe, version, problem in answers:
+        if problem is not None:
+            raise errors.SparkPythonWorkerError(
+                f"Spark's executors cannot run kartoframe: on {host} the Python worker runs "
+                f"{exe!r} ({python!r} as the SparkContext's PYSPARK_PYTHON), which raises "
+                f"{problem}; the driver runs {sys.executable!r}. {fix}"
+            )
+        if version != driver_version:
+            raise errors.SparkPythonWorkerError(
+                f"Spark's executors run kartoframe {version} ({exe!r} on {host}), the driver "
+                f"{driver_version}: plans and results pickled between them must come from "
+                f"the same version. {fix}"
+            )
+    return [(host, pid, exe) for host, pid, exe, _, _ in answers]
+
+
+def _by_value(fn: Any) -> Any:
+    """A copy of the module-level function ``fn`` that Spark's pickler (cloudpickle)
+    serialises by value: its module is not importable under the copy's name, so the
+    executor does not import kartoframe to unpickle it (the copy's globals hold only the
+    builtins; ``fn`` imports what it needs itself).
+    """
+    copy = types.FunctionType(fn.__code__, {"__builtins__": builtins}, fn.__name__)
+    copy.__module__ = "__kartoframe_probe__"
+    copy.__qualname__ = fn.__name__
+    return copy
