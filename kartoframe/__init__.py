@@ -35,6 +35,7 @@ from kartoframe.api.cube import (
     query_cube_dataframe,
 )
 from kartoframe.api.cube_admin import cleanup_cube, collect_stats, copy_cube, delete_cube
+from kartoframe.api.cube_changes import CubeChanges, read_cube_changes
 from kartoframe.api.cube_dask import (
     append_to_cube_from_dataframe,
     build_cube_from_dataframe,
@@ -131,6 +132,7 @@ __all__ = [
     "check_dataset",
     "Changes",
     "CommitRecord",
+    "CubeChanges",
     "dataset_history",
     "vacuum_dataset",
     "OptimizeResult",
@@ -142,6 +144,7 @@ __all__ = [
     "optimize_dataset_as_delayed",
     "hash_dataset",
     "read_changes",
+    "read_cube_changes",
     "read_changes__iterator",
     "read_changes_as_ddf",
     "read_dataset_as_dataframes",
