@@ -52,6 +52,8 @@ FIRST_DAY = dt.date(2025, 1, 1)
 #: goals of issue 17 (ratio = kartoframe time / other time)
 GOAL_VS_DELTALAKE = 0.2
 GOAL_VS_HANDWRITTEN = 2.0
+#: reading one merge commit's change feed, as a share of a full read of the dataset
+GOAL_CHANGES_VS_FULL_READ = 0.1
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,34 @@ def merge_handwritten(path: Path, source: Any) -> dict[str, Any]:
     return {"updated": len(old) - len(kept), "inserted": len(src) - (len(old) - len(kept))}
 
 
+def changes_vs_full_read(base: Path, work: Path, source: Any, repeat: int) -> dict[str, Any]:
+    """Merge once into a copy of the kartoframe target, then time reading that commit's
+    change feed and a full read of the dataset (medians of ``repeat`` alternating runs).
+    """
+    import kartoframe as kf
+
+    copy_table(base, work)
+    version = kf.merge_dataset(source, str(work), UUID, on=["day", "id"]).version
+    feed_t, full_t = [], []
+    rows = 0
+    for _ in range(repeat + 1):  # the first round warms up
+        t0 = time.perf_counter()
+        feed = kf.read_changes(UUID, str(work), start_version=version, end_version=version)
+        feed_t.append(time.perf_counter() - t0)
+        rows = len(feed.rows)
+        del feed
+        t0 = time.perf_counter()
+        full = kf.read_table(UUID, str(work))
+        full_t.append(time.perf_counter() - t0)
+        del full
+    shutil.rmtree(work, ignore_errors=True)
+    return {
+        "feed_rows": rows,
+        "feed_s": statistics.median(feed_t[1:]),
+        "full_read_s": statistics.median(full_t[1:]),
+    }
+
+
 def _status(field: str) -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(field + ":"):
@@ -356,6 +386,18 @@ def main(argv: list[str] | None = None) -> int:
             f"\n   kartoframe read {d['candidate_files']} candidate files of "
             f"{spec.days} and rewrote {d['files_rewritten']}"
         )
+    cdf = changes_vs_full_read(
+        root / "base" / "kartoframe", root / "work" / "changes", source, args.repeat
+    )
+    details["changes"] = cdf
+    share = cdf["feed_s"] / cdf["full_read_s"]
+    print(
+        f"\n== change feed of the merge commit: {cdf['feed_rows']} rows in "
+        f"{cdf['feed_s']:.3f}s; full read {cdf['full_read_s']:.3f}s; ratio {share:.3f}x  "
+        f"goal < {GOAL_CHANGES_VS_FULL_READ}x  "
+        f"{'met' if share < GOAL_CHANGES_VS_FULL_READ else 'NOT met'}"
+    )
+    rows.append(("change feed / full read", share, GOAL_CHANGES_VS_FULL_READ))
     if args.data_dir is not None:  # the peak memory of a kartoframe merge, in a subprocess
         import subprocess
 
