@@ -30,6 +30,7 @@ from kartoframe.api.read import plan_read
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_engine import ReaderChoice
 from kartoframe.execution.spark_read import plan_to_sdf
+from kartoframe.spark._changes import read_changes_as_sdf
 from kartoframe.spark._cluster import check_executors, cluster_session
 from kartoframe.spark._cube import (
     append_to_cube_from_sdf,
@@ -55,6 +56,7 @@ __all__ = [
     "merge_dataset_from_sdf",
     "optimize_dataset",
     "query_cube_sdf",
+    "read_changes_as_sdf",
     "read_dataset_as_sdf",
     "store_dataset_from_sdf",
     "update_cube_from_sdf",

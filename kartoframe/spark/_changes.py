@@ -1,0 +1,92 @@
+"""The change data feed as a Spark DataFrame: planned on the driver, read by Spark tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from kartoframe.api._args import StoreInput, ensure_store
+from kartoframe.api._cube_args import fill
+from kartoframe.api.changes import Changes
+from kartoframe.execution import spark_engine
+from kartoframe.execution.changes import load_changes
+from kartoframe.execution.spark_changes import changes_to_sdf
+from kartoframe.plan.arguments import check_uuid
+
+__all__ = ["read_changes_as_sdf"]
+
+#: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
+DataFrame = Any
+SparkSession = Any
+
+
+@fill
+def read_changes_as_sdf(
+    spark: SparkSession,
+    dataset_uuid: str,
+    store: StoreInput,
+    *,
+    start_version: int,
+    end_version: int | None = None,
+    columns: Sequence[str] | None = None,
+    predicates: object = None,
+) -> Changes[DataFrame]:
+    """:func:`kartoframe.read_changes` as a lazy Spark DataFrame: the rows that the
+    commits ``start_version`` to ``end_version`` inserted, deleted and updated, and the
+    cursor of the next read.
+
+    The versions are fixed and the feed is planned on the driver when this is called
+    (only the log entries of the range are read); each Spark task reads one commit's
+    change files, or the data files it added or removed, in a Python worker through the
+    store, with the kernel of the other engines. The rows equal those of
+    :func:`kartoframe.read_changes`.
+
+    $spark_dataset
+    start_version
+        The first version whose changes to return (a previous read's ``next_version``
+        to tail the dataset; one past the current version returns no rows).
+    end_version
+        The last version (default: the current one).
+    columns
+        Dataset columns to return (default: all); the feed's columns always follow.
+    predicates
+        Filter rows (DNF, as in :func:`kartoframe.read_table`).
+
+    Returns
+    -------
+    Changes
+        ``(sdf, next_version)``: a ``pyspark.sql.DataFrame`` with the dataset's columns,
+        then ``_change_type`` (string), ``_commit_version`` (long) and
+        ``_commit_timestamp`` (timestamp), and the cursor of the next read. Row order is
+        not defined (as for every Spark DataFrame): order by ``_commit_version``.
+
+    $spark_raises
+    ChangesUnavailableError
+        ``vacuum_dataset`` removed what the changes of ``start_version`` need.
+    InvalidInputError
+        A version beyond the current one, or a ``memory://`` store.
+    ColumnNotFoundError, InvalidPredicateError, InvalidTypeError
+        Bad columns, predicates or versions (checked before Spark runs anything).
+    SparkPythonWorkerError
+        A local session's Python workers cannot import kartoframe (see
+        :func:`kartoframe.spark.local_session`).
+
+    Examples
+    --------
+    >>> import kartoframe.spark as kfs  # doctest: +SKIP
+    >>> sdf, cursor = kfs.read_changes_as_sdf(spark, "orders", "file:///data",
+    ...                                       start_version=cursor)  # doctest: +SKIP
+    >>> sdf.groupBy("_change_type").count().show()  # doctest: +SKIP
+    """
+    spark_engine.require_pyspark()
+    st = ensure_store(store)
+    spark_engine.check_store(st)
+    plan = load_changes(
+        st,
+        check_uuid(dataset_uuid),
+        start_version=start_version,
+        end_version=end_version,
+        columns=columns,
+        predicates=predicates,
+    )
+    return Changes(changes_to_sdf(spark, plan, st), plan.next_version)
