@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import click
 
+from kartoframe.cli._changes import changes_command
 from kartoframe.cli._check import EXIT_PROBLEMS, check_command
 from kartoframe.cli._common import (
     ENV_STORAGE_OPTIONS,
@@ -156,6 +157,7 @@ for _command in (
     index_command,
     optimize_command,
     merge_command,
+    changes_command,
     gc_command,
     vacuum_command,
     copy_command,
