@@ -27,6 +27,8 @@ from typing import Any
 import pytest
 
 _STANDALONE = "kf_test_standalone"  # the name tests/conftest.py loads it by, too
+#: The helper module the executors and workers import (tasks carry its filesystems).
+HELPERS = Path(__file__).parent / "cluster_fs.py"
 
 
 def load_standalone() -> ModuleType:
@@ -62,6 +64,9 @@ def cluster_spark() -> Iterator[Any]:
     _needs_spark()
     standalone = load_standalone()
     session = standalone.shared_session()
+    # the test helpers the executors unpickle (filesystem wrappers), shipped as users ship
+    # their own modules
+    session.sparkContext.addPyFile(str(HELPERS))
     yield session
     left = standalone.shutdown()
     assert not left, f"cluster processes left running: {left}"
@@ -83,6 +88,7 @@ def process_dask_client() -> Iterator[Any]:
         ) as cluster,
         distributed.Client(cluster, set_as_default=False) as client,
     ):
+        client.upload_file(str(HELPERS))  # as SparkContext.addPyFile for the executors
         yield client
 
 

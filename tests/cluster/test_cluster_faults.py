@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import cluster_faults
+import cluster_fs
 import dask.dataframe as dd
 import pandas as pd
 import pytest
@@ -26,7 +26,7 @@ pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.s3]
 
 
 def killing_store(store: kf.Store, side_dir: Path, engine: str) -> kf.Store:
-    ffs = cluster_faults.KillAfterWriteFileSystem(store.fs, side_dir=str(side_dir), engine=engine)
+    ffs = cluster_fs.KillAfterWriteFileSystem(store.fs, side_dir=str(side_dir), engine=engine)
     return kf.Store(store.url, filesystem=ffs, **store.storage_options)
 
 
@@ -60,15 +60,13 @@ def test_spark_task_killed_mid_write_is_retried_and_commits_once(
     the store (the write's own cleanup of failed attempts), so garbage collection finds
     nothing left; and the killed process was an executor's, not the driver's.
     """
-    sc = cluster_spark.sparkContext
-    sc.addPyFile(cluster_faults.__file__)
     store = killing_store(s3_store, tmp_path, "spark")
     df = sales(400)
     sdf = cluster_spark.createDataFrame(df).repartition(2)
 
     kfs.store_dataset_from_sdf(sdf, store, "killed", partition_on=["p"])
 
-    (victim,) = cluster_faults.victims(tmp_path)
+    (victim,) = cluster_fs.victims(tmp_path)
     assert victim["pid"] != os.getpid()
     history = kf.dataset_history("killed", s3_store)
     assert [r.version for r in history] == [0]
@@ -78,3 +76,37 @@ def test_spark_task_killed_mid_write_is_retried_and_commits_once(
     assert killed_key not in data_keys(s3_store, "killed")
     assert data_keys(s3_store, "killed") == referenced_keys(s3_store, "killed")
     assert kf.garbage_collect_dataset("killed", s3_store, grace_hours=0, force=True) == []
+
+
+def test_dask_worker_killed_mid_write_is_rescheduled_and_commits_once(
+    process_dask_client: Any, s3_store: kf.Store, tmp_path: Path
+) -> None:
+    """Proves: on a ``LocalCluster(processes=True)``, a write whose worker process is
+    SIGKILLed after writing a complete data file is rescheduled by dask on a live worker;
+    the dataset gets exactly one commit holding every input row exactly once; the dead
+    worker's file stays unreferenced and ``garbage_collect_dataset`` removes exactly that
+    file (and nothing the commit references); the killed process was a worker, not the
+    client.
+    """
+    store = killing_store(s3_store, tmp_path, "dask")
+    df = sales(400)
+    ddf = dd.from_pandas(df, npartitions=4)
+
+    job = kf.store_dataset_from_ddf(ddf, store, "killed", partition_on=["p"])
+    process_dask_client.compute(job).result()
+
+    (victim,) = cluster_fs.victims(tmp_path)
+    assert victim["pid"] != os.getpid()
+    assert [r.version for r in kf.dataset_history("killed", s3_store)] == [0]
+    got = kf.read_table("killed", s3_store).sort_values("k", ignore_index=True)
+    pd.testing.assert_frame_equal(got[df.columns.tolist()], df, check_dtype=False)
+    killed_key = victim["path"].split("/root/", 1)[1]
+    referenced = referenced_keys(s3_store, "killed")
+    assert killed_key not in referenced
+    assert data_keys(s3_store, "killed") == referenced | {killed_key}
+
+    deleted = kf.garbage_collect_dataset("killed", s3_store, grace_hours=0, force=True)
+
+    assert deleted == [killed_key]
+    assert data_keys(s3_store, "killed") == referenced
+    assert len(kf.read_table("killed", s3_store)) == len(df)

@@ -1,4 +1,6 @@
-"""Deterministic process kills inside a write, for the cluster fault tests.
+"""Filesystem wrappers for the cluster tests: deterministic process kills inside a write
+(:class:`KillAfterWriteFileSystem`), and a record of which process read or wrote each data
+file (:class:`RecordingFileSystem`).
 
 :class:`KillAfterWriteFileSystem` is fsspec's :class:`DirFileSystem` with an empty prefix (it
 delegates every call, unchanged, to the wrapped filesystem, as ``tests/storage/faultfs.py``)
@@ -53,9 +55,7 @@ class KillAfterWriteFileSystem(DirFileSystem):
 
             ctx = TaskContext.get()
             return (
-                ctx is not None
-                and ctx.attemptNumber() == 0
-                and ctx.partitionId() == self.partition
+                ctx is not None and ctx.attemptNumber() == 0 and ctx.partitionId() == self.partition
             )
         try:
             from distributed import get_worker
@@ -94,11 +94,78 @@ class KillAfterWriteFileSystem(DirFileSystem):
         return f
 
 
+def ancestors(pid: int | None = None) -> list[int]:
+    """``pid`` (default: this process) and its parents, up to PID 1 (from /proc)."""
+    chain = [os.getpid() if pid is None else pid]
+    while chain[-1] > 1:
+        try:
+            stat = Path(f"/proc/{chain[-1]}/stat").read_text()
+        except OSError:
+            break
+        chain.append(int(stat.rsplit(")", 1)[1].split()[1]))
+    return chain
+
+
+class RecordingFileSystem(DirFileSystem):
+    """Delegates to ``fs``; appends a line to ``side_dir/calls-<pid>.jsonl`` for every read
+    and write of a data file: ``{"verb", "path", "pids"}`` (``pids``: the process and its
+    ancestors, so the test can tell a Spark executor's Python worker from the driver and a
+    dask worker from the client).
+    """
+
+    cachable = False
+
+    def __init__(self, fs: Any, *, side_dir: str, **kwargs: Any) -> None:
+        super().__init__(path="", fo="", fs=fs, **kwargs)
+        self.side_dir = side_dir
+
+    def _record(self, verb: str, path: Any) -> None:
+        paths = [path] if isinstance(path, str) else list(path)
+        lines = "".join(
+            json.dumps({"verb": verb, "path": str(p), "pids": ancestors()}) + "\n"
+            for p in paths
+            if _is_data_file(str(p))
+        )
+        if lines:
+            fd = os.open(
+                Path(self.side_dir) / f"calls-{os.getpid()}.jsonl",
+                os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+            )
+            try:
+                os.write(fd, lines.encode())
+            finally:
+                os.close(fd)
+
+    def pipe_file(self, path: Any, *args: Any, **kwargs: Any) -> Any:
+        self._record("write", path)
+        return DirFileSystem.pipe_file(self, path, *args, **kwargs)
+
+    def open(self, path: Any, mode: str = "rb", *args: Any, **kwargs: Any) -> Any:
+        self._record("write" if any(c in mode for c in "wxa") else "read", path)
+        return DirFileSystem.open(self, path, mode, *args, **kwargs)
+
+    def cat_file(self, path: Any, *args: Any, **kwargs: Any) -> Any:
+        self._record("read", path)
+        return DirFileSystem.cat_file(self, path, *args, **kwargs)
+
+    def cat_ranges(self, paths: Any, *args: Any, **kwargs: Any) -> Any:
+        self._record("read", paths)
+        return DirFileSystem.cat_ranges(self, paths, *args, **kwargs)
+
+    def cat(self, path: Any, *args: Any, **kwargs: Any) -> Any:
+        self._record("read", path)
+        return DirFileSystem.cat(self, path, *args, **kwargs)
+
+
+def calls(side_dir: str | Path) -> list[dict[str, Any]]:
+    """Every recorded data-file call of a :class:`RecordingFileSystem`."""
+    return [
+        json.loads(line)
+        for p in sorted(Path(side_dir).glob("calls-*.jsonl"))
+        for line in p.read_text().splitlines()
+    ]
+
+
 def victims(side_dir: str | Path) -> list[dict[str, Any]]:
     """What each killed process recorded: its PID and the key it had written."""
     return [json.loads(p.read_text()) for p in sorted(Path(side_dir).glob("victim-*.json"))]
-
-
-def pid_of_task(_: Any = None) -> int:
-    """The PID of the process a task runs in (a column of the pipeline's data)."""
-    return os.getpid()
