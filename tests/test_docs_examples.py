@@ -63,6 +63,7 @@ def test_code_blocks_run(page: pathlib.Path, tmp_path, monkeypatch) -> None:
 
 MODULES = [
     "kartoframe.api.check",
+    "kartoframe.api.changes",
     "kartoframe.api.history",
     "kartoframe.api.metadata",
     "kartoframe.api.optimize",
