@@ -59,6 +59,12 @@ def _needs_spark() -> None:
 
 
 @pytest.fixture(scope="session")
+def standalone_module() -> ModuleType:
+    """The module :mod:`standalone` (one copy per test session)."""
+    return load_standalone()
+
+
+@pytest.fixture(scope="session")
 def cluster_spark() -> Iterator[Any]:
     """The SparkSession on the shared standalone cluster (started on first use)."""
     _needs_spark()
