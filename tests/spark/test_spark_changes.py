@@ -5,17 +5,21 @@ server). Its rows must equal ``kf.read_changes``'s after every kind of commit.
 
 from __future__ import annotations
 
+import datetime as dt
 import pathlib
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
+from spark_helpers import assert_tables_equal
 
 import kartoframe as kf
 import kartoframe.spark as kfs
 from kartoframe.api.changes import Changes
 from kartoframe.errors import ChangesUnavailableError, ColumnNotFoundError, InvalidInputError
+from kartoframe.execution.changes import load_changes, read_changes_table
+from kartoframe.format.spark_types import spark_arrow_schema, to_spark_table
 
 UUID = "ds"
 FEED = ["_change_type", "_commit_version", "_commit_timestamp"]
@@ -202,3 +206,40 @@ def test_an_object_store(spark: Any, s3_store: kf.Store) -> None:
     want = kf.read_changes(UUID, s3_store, start_version=2)
     assert len(want.rows) == 7
     _assert_same(got, want)
+
+
+def test_column_types_are_those_of_spark_reads(spark: Any, tmp_path: pathlib.Path) -> None:
+    """uint64, dates, zoned and naive microsecond timestamps, categoricals and lists: the
+    Arrow types Spark gives them in reads, values exact (the eager feed, cast the same way).
+    """
+    url = tmp_path.as_uri()
+    stamps = ["2024-01-01 10:00:00.123456", "2024-01-02 00:00:00.000001", "2024-01-03"]
+    df = pd.DataFrame(
+        {
+            "id": np.array([1, 2, 3], dtype="uint64"),
+            "day": [dt.date(2024, 1, i) for i in (1, 2, 3)],
+            "at": pd.to_datetime(stamps, format="ISO8601").tz_localize("Europe/Berlin"),
+            "naive": pd.to_datetime(stamps, format="ISO8601"),
+            "cat": pd.Categorical(["a", "b", "a"]),
+            "tags": [[1, 2], [], None],
+        }
+    )
+    kf.store_dataframes_as_dataset(url, UUID, [df])
+    kf.merge_dataset(df.iloc[[0]].assign(cat=pd.Categorical(["z"])), url, UUID, on="id")
+    got = kfs.read_changes_as_sdf(spark, UUID, url, start_version=0)
+    assert _types(got.rows) == {
+        "at": "timestamp",
+        "cat": "string",
+        "day": "date",
+        "id": "decimal(20,0)",
+        "naive": "timestamp_ntz",
+        "tags": "array<bigint>",
+        "_change_type": "string",
+        "_commit_version": "bigint",
+        "_commit_timestamp": "timestamp",
+    }
+    store = kf.Store(url)
+    plan = load_changes(store, UUID, start_version=0)
+    want = to_spark_table(read_changes_table(store, plan), spark_arrow_schema(plan.output_schema))
+    assert want.num_rows == 5
+    assert_tables_equal(got.rows.toArrow(), want, key=["_commit_version", "_change_type", "id"])
