@@ -1,19 +1,22 @@
 #!/usr/bin/env python
 """Compare kartoframe's Spark interchange with Spark's own Parquet reader and writer.
 
-The limits are what Spark does on the same folder without kartoframe:
+The goals (issue 19) are what Spark does on the same folder without kartoframe; ratio =
+kartoframe median time / Spark median time:
 
 ========================  ==================================================  ===========
-line                      kartoframe  vs  Spark alone                         target
+line                      kartoframe  vs  Spark alone                         goal
 ========================  ==================================================  ===========
-count                     ``read_dataset_as_sdf(...).count()``                <= 1.15x
+count                     ``read_dataset_as_sdf(...).count()``                <= 1.0x
                           vs ``spark.read.parquet(folder).count()``
-filtered aggregation      ``read_dataset_as_sdf(..., predicates=...)``        <= 1.15x
+filtered aggregation      ``read_dataset_as_sdf(..., predicates=...)``        <= 1.0x
                           ``.groupBy("month").sum("revenue")``
                           vs ``spark.read.parquet(folder).filter(...)...``
-write                     ``store_dataset_from_sdf(sdf, partition_on=...)``   <= 1.5x
-                          vs ``sdf.write.partitionBy(...).parquet(...)``
+write                     ``store_dataset_from_sdf(sdf, partition_on=...)``   none (met
+                          vs ``sdf.write.partitionBy(...).parquet(...)``      <= 1.5x)
 ========================  ==================================================  ===========
+
+The exit status is 1 when a goal is not met.
 
 Data: the "daily sales" table of ``datagen.py`` (default 5M rows, 200 partitions
 ``country x month``), written once by kartoframe's pandas engine and cached under
@@ -45,6 +48,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +140,71 @@ def alternate(
         if r == 0:
             check(**results)
     return times
+
+
+@dataclass(frozen=True)
+class SparkLine:
+    """One printed line: kartoframe (``key``) vs Spark alone in ``section``, with its goal.
+
+    ``goal`` is the largest allowed time ratio kartoframe / Spark alone (issue 19); ``None``
+    marks a line shown for context only.
+    """
+
+    line: str
+    section: str
+    key: str
+    goal: float | None
+
+
+#: Issue 19: count and filtered aggregation at most Spark's own time (<= 1.0x). The writes
+#: met their turn-1 target (<= 1.5x) and have no goal now: printed for context.
+SPARK_LINES: tuple[SparkLine, ...] = (
+    SparkLine("count", "count", "kartoframe", 1.0),
+    SparkLine("filtered aggregation", "filtered aggregation", "kartoframe", 1.0),
+    SparkLine("write (repartition=False)", "write", "kartoframe", None),
+    SparkLine("write (repartition=True, default)", "write", "kartoframe_repartition", None),
+)
+
+
+def evaluate_lines(
+    sections: dict[str, dict[str, list[float]]], lines: tuple[SparkLine, ...] = SPARK_LINES
+) -> list[dict[str, Any]]:
+    """Medians, ratio (kartoframe / Spark alone) and goal status of every line.
+
+    ``sections`` maps a section to the timings of :func:`alternate` (``spark_alone`` and the
+    kartoframe keys). A line passes when its median ratio is at most its goal.
+    """
+    out = []
+    for ln in lines:
+        times = sections[ln.section]
+        s = statistics.median(times["spark_alone"])
+        k = statistics.median(times[ln.key])
+        ratio = k / s
+        status = "n.a." if ln.goal is None else ("PASS" if ratio <= ln.goal else "FAIL")
+        out.append(
+            {
+                "line": ln.line,
+                "spark_alone_s": times["spark_alone"],
+                "kartoframe_s": times[ln.key],
+                "spark_median_s": s,
+                "kartoframe_median_s": k,
+                "ratio": ratio,
+                "goal_ratio": ln.goal,
+                "target": "none" if ln.goal is None else f"<= {ln.goal:.1f}x time",
+                "status": status,
+            }
+        )
+    return out
+
+
+def print_lines(rows: list[dict[str, Any]]) -> None:
+    """Print the table of :func:`evaluate_lines`."""
+    print(f"{'line':36} {'Spark alone':>12} {'kartoframe':>12} {'ratio':>7}  {'target':<15}status")
+    for r in rows:
+        print(
+            f"{r['line']:36} {r['spark_median_s']:11.3f}s {r['kartoframe_median_s']:11.3f}s "
+            f"{r['ratio']:6.2f}x  {r['target']:<15}{r['status']}"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,31 +334,14 @@ def main(argv: list[str] | None = None) -> int:
     kf.garbage_collect_dataset("sales", out_store)
     kf.garbage_collect_dataset("sales_rp", out_store)
 
-    lines = [
-        ("count", count, "kartoframe", 1.15),
-        ("filtered aggregation", agg, "kartoframe", 1.15),
-        ("write (repartition=False)", write, "kartoframe", 1.5),
-        ("write (repartition=True, default)", write, "kartoframe_repartition", 1.5),
-    ]
+    rows_out = evaluate_lines(
+        {"count": count, "filtered aggregation": agg, "write": write}, SPARK_LINES
+    )
     print()
-    print(f"{'line':36} {'Spark alone':>12} {'kartoframe':>12} {'ratio':>7} {'target':>8}")
-    ok = True
-    for name, times, key, target in lines:
-        s = statistics.median(times["spark_alone"])
-        k = statistics.median(times[key])
-        ratio = k / s
-        passed = ratio <= target
-        ok &= passed
-        print(
-            f"{name:36} {s:11.3f}s {k:11.3f}s {ratio:6.2f}x {'<= ' + str(target) + 'x':>8}"
-            f"  {'ok' if passed else 'MISSED'}"
-        )
-        results["lines"][name] = {
-            "spark_alone_s": times["spark_alone"],
-            "kartoframe_s": times[key],
-            "ratio": ratio,
-            "target": target,
-        }
+    print_lines(rows_out)
+    ok = not any(r["status"] == "FAIL" for r in rows_out)
+    for r in rows_out:
+        results["lines"][r["line"]] = r
     print(
         f"\nfiles written: Spark {n_files_spark}, kartoframe {n_files_kf} (repartition=False), "
         f"{n_files_rp} (repartition=True)"
