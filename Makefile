@@ -18,7 +18,7 @@ CONSTRAINTS := requirements/constraints.txt
 UV_INSTALL = $(UV) pip install --quiet --config-file requirements/uv.toml \
              --python $(BIN)/python -c $(CONSTRAINTS)
 
-.PHONY: demo test lint typecheck pytest test-explore java venv setup checks bench compare docs clean
+.PHONY: demo test test-cluster lint typecheck pytest test-explore java venv setup checks bench compare docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,7 +68,16 @@ HYPOTHESIS_PROFILE ?= ci
 # runs it in one process.
 PYTEST_WORKERS ?= 2
 pytest: $(STAMP) java $(KT53)
-	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest --hypothesis-profile=$(HYPOTHESIS_PROFILE) -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest --hypothesis-profile=$(HYPOTHESIS_PROFILE) -n $(PYTEST_WORKERS) --dist loadfile -m "not cluster" $(PYTEST_ARGS)
+
+# `make test-cluster` (the second CI stage, .ci/run): the tests marked `cluster` (tests/cluster: a
+# Spark standalone cluster started from pyspark's distribution, dask process clusters, the S3 API
+# server), and the Spark write, cube and conformance suites again with the `spark` fixture on that
+# cluster (KARTOFRAME_TEST_SPARK=cluster). One process: one cluster (about 1 GiB more memory).
+CLUSTER_SUITES := tests/cluster tests/spark/test_spark_write.py tests/spark/test_spark_cube.py \
+                  tests/conformance/test_conformance_spark.py
+test-cluster: $(STAMP) java
+	KARTOFRAME_TEST_SPARK=cluster PYSPARK_PYTHON=$(abspath $(BIN)/python) $(BIN)/python -m pytest --hypothesis-profile=$(HYPOTHESIS_PROFILE) -n 0 $(CLUSTER_SUITES) $(PYTEST_ARGS)
 
 test-explore:
 	$(MAKE) pytest HYPOTHESIS_PROFILE=explore
