@@ -65,6 +65,7 @@ LAYERS = ("format", "plan", "storage", "execution", "api", "cli")
 #: Folders under ``tests/`` that are not unit-test mirrors: feature and integration suites
 #: (they cut across layers) and data.
 FEATURE_SUITES = {
+    "cluster": "a Spark standalone cluster and dask process clusters (`make test-cluster`)",
     "conformance": "every engine against one suite",
     "cube": "cubes end to end, on every engine",
     "dask": "the dask and iterator engines end to end",
