@@ -193,11 +193,14 @@ class CommitConflictError(KartoframeError):
 
 
 class SparkPythonWorkerError(KartoframeError, RuntimeError):
-    """A local Spark session's Python workers run an interpreter without kartoframe.
+    """A Spark session's Python workers run an interpreter without kartoframe.
 
-    Raised before the first Spark job that needs Python workers; the fix is to create the
-    session with :func:`kartoframe.spark.local_session` or to set ``PYSPARK_PYTHON`` to the
-    driver's interpreter before the session starts.
+    Raised before the first Spark job that needs Python workers of a local session, and by
+    :func:`kartoframe.spark.cluster_session` / :func:`kartoframe.spark.check_executors`
+    when a cluster's executors cannot start their interpreter, cannot import kartoframe
+    or run another kartoframe version; the fix is to create the session with
+    :func:`kartoframe.spark.local_session` (or ``cluster_session(master, python=...)``) or
+    to set ``PYSPARK_PYTHON`` to an interpreter with kartoframe before the session starts.
     """
 
 

@@ -60,9 +60,9 @@ def cluster_session(
         The Spark application name.
     python
         The interpreter the executors run (a path that exists on every executor host,
-        with kartoframe and pyarrow installed). Default: this interpreter
-        (``sys.executable``), right when driver and executors share the environment (one
-        host, a shared image or a mounted environment).
+        with kartoframe and pyarrow installed). Default: ``PYSPARK_PYTHON`` if set, else
+        this interpreter (``sys.executable``), right when driver and executors share the
+        environment (one host, a shared image or a mounted environment).
     java_options
         Extra JVM options for the driver (``spark.driver.extraJavaOptions``); executors
         take ``conf={"spark.executor.extraJavaOptions": ...}``.
@@ -98,7 +98,7 @@ def cluster_session(
     'UTC'
     """
     pyspark = spark_engine.require_pyspark()
-    executor_python = python or sys.executable
+    executor_python = python or os.environ.get("PYSPARK_PYTHON") or sys.executable
     # read by SparkContext.__init__ (sc.pythonExec); spark.pyspark.python alone is not used
     os.environ["PYSPARK_PYTHON"] = executor_python
     options = dict(CLUSTER_SESSION_CONF)
