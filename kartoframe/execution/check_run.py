@@ -30,7 +30,7 @@ from kartoframe.format.check_log import log_findings
 from kartoframe.format.cube import SEPARATOR, dataset_ids_from_listing
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.index import index_from_bytes, index_from_embedded
-from kartoframe.format.statistics import statistics_from_bytes
+from kartoframe.format.statistics import live_statistics, statistics_from_bytes
 from kartoframe.storage import log
 from kartoframe.storage.csv_files import is_csv_key, probe_csv_files
 from kartoframe.storage.probe import fetch_many, read_data_files, read_footers
@@ -303,12 +303,25 @@ def _statistics_findings(
         return
     if ref is None or ref.key is None:
         return
-    key = ref.key
-    missing = f"Statistics file {key!r} does not exist (rebuild it with build_dataset_statistics)."
-    data = fetch_many(store, [key])[key]
-    table = _decode(out, uuid, key, data, "statistics_file", missing, statistics_from_bytes)
-    if table is not None:  # None: unreadable, or a newer layout this version cannot judge
-        out += statistics_findings(uuid, key, table, header.partitions, footer_rows)
+    fetched = fetch_many(store, list(ref.keys))
+    tables = []
+    for key in ref.keys:
+        missing = (
+            f"Statistics file {key!r} does not exist (rebuild it with build_dataset_statistics)."
+        )
+        table = _decode(
+            out, uuid, key, fetched[key], "statistics_file", missing, statistics_from_bytes
+        )
+        if table is None:  # unreadable, or a newer layout this version cannot judge
+            return
+        tables.append(table)
+    if len(tables) == 1:
+        out += statistics_findings(uuid, ref.key, tables[0], header.partitions, footer_rows)
+        return
+    # with deltas, rows of files the header no longer lists are expected (never used):
+    # judge the statistics the readers see
+    live = live_statistics(tables, header.partitions)
+    out += statistics_findings(uuid, ref.key, live, header.partitions, footer_rows)
 
 
 def _deep_findings(

@@ -216,12 +216,12 @@ def commit_all(
                 continue
             old_index = set(before.metadata.indices.values()) if before is not None else set()
             old_stats = statistics_ref(before.metadata) if before is not None else None
-            if old_stats is not None and old_stats.key is not None:
-                old_index.add(old_stats.key)
+            if old_stats is not None:
+                old_index.update(old_stats.keys)
             new_stats = statistics_ref(header)
             new_keys = list(header.indices.values())
-            if new_stats is not None and new_stats.key is not None:
-                new_keys.append(new_stats.key)
+            if new_stats is not None:
+                new_keys.extend(new_stats.keys)
             done.append(
                 _Committed(
                     uuid=w.uuid,

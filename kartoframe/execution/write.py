@@ -17,6 +17,7 @@ Every write path (eager, iterator, dask, Spark, cubes, index and statistics buil
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -306,6 +307,18 @@ def _commit(
             key = write_statistics_file(store, dataset_uuid, merged)
             keys_written.append(key)
             stats = StatisticsRef(key, partitions=merged.num_rows, bloom_filter_columns=step.blooms)
+    elif step.action == "append":
+        ref = step.base_ref
+        assert ref is not None
+        delta = merged_statistics(plan, step, None)
+        if delta is not None and delta.num_rows:
+            key = write_statistics_file(store, dataset_uuid, delta)
+            keys_written.append(key)
+            stats = dataclasses.replace(
+                ref, partitions=ref.partitions + delta.num_rows, deltas=(*ref.deltas, key)
+            )
+        else:  # no row for a partition of the new header: nothing to add
+            stats = "keep"
     now = dt.datetime.now(dt.UTC).isoformat()
     header = fold(base, header_changes(plan, refs, stats), now=now)
     return header, plan.schema, schema_to_bytes(plan.schema) if plan.schema_changed else None

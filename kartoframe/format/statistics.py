@@ -44,6 +44,8 @@ from kartoframe.format.naming import check_key_inside, quote
 from kartoframe.format.schema import normalize_type
 
 __all__ = [
+    "MAX_STATISTICS_DELTAS",
+    "live_statistics",
     "BLOOM_BITS_PER_VALUE",
     "GROUPS",
     "STATISTICS_DIR",
@@ -61,6 +63,10 @@ __all__ = [
     "statistics_key",
     "statistics_to_bytes",
 ]
+
+#: A commit that adds files writes their statistics as one more delta file until the
+#: reference has this many; the next one rewrites them all as one file.
+MAX_STATISTICS_DELTAS = 8
 
 #: Version of the side-file layout described in the module docstring.
 STATISTICS_VERSION = 1
@@ -104,12 +110,26 @@ class StatisticsRef:
         Number of data files it describes.
     bloom_filter_columns
         Columns for which writers build bloom filters.
+    deltas
+        Statistics files written since ``key`` by commits that only added files, oldest
+        first: the statistics are the rows of ``key`` and the deltas (later rows win),
+        for the labels the header lists with the same data file key. A commit adds one
+        instead of rewriting every row; every :data:`MAX_STATISTICS_DELTAS` commits (or
+        when most rows are stale) one file replaces them all. Readers that do not know
+        deltas read ``key`` alone: the files described only in deltas have unknown
+        statistics, which is always safe.
     """
 
     key: str | None
     version: int = STATISTICS_VERSION
     partitions: int = 0
     bloom_filter_columns: tuple[str, ...] = ()
+    deltas: tuple[str, ...] = ()
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every file the statistics are read from (``key``, then the deltas)."""
+        return (self.key, *self.deltas) if self.key is not None else ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON/msgpack form stored in the header."""
@@ -117,6 +137,8 @@ class StatisticsRef:
         out["partitions"] = self.partitions
         if self.bloom_filter_columns:
             out["bloom_filter_columns"] = list(self.bloom_filter_columns)
+        if self.deltas:
+            out["deltas"] = list(self.deltas)
         return out
 
     @classmethod
@@ -140,13 +162,19 @@ class StatisticsRef:
         blooms = raw.get("bloom_filter_columns", [])
         if not isinstance(blooms, list) or not all(isinstance(c, str) for c in blooms):
             blooms = []
+        deltas = raw.get("deltas", [])
+        if not isinstance(deltas, list) or not all(isinstance(d, str) for d in deltas):
+            return None
         if key is not None:
             check_key_inside(key, dataset_uuid)
+        for d in deltas:
+            check_key_inside(d, dataset_uuid)
         return cls(
             key=key,
             version=version,
             partitions=parts if isinstance(parts, int) else 0,
             bloom_filter_columns=tuple(blooms),
+            deltas=tuple(deltas) if key is not None else (),
         )
 
 
@@ -455,13 +483,20 @@ def merge_statistics(
         parts.insert(0, conform_statistics(old, schema, partition_keys, blooms))
     if not parts:
         return empty_statistics(schema, partition_keys, blooms)
-    table = pa.concat_tables(parts)
+    return live_statistics(parts, partitions)  # later rows (new) win
+
+
+def live_statistics(tables: Sequence[pa.Table], partitions: Mapping[str, str]) -> pa.Table:
+    """The rows of a reference's files (base, then deltas) that readers use: for each
+    label the header lists, the last row with its data file key, in header order.
+    """
+    table = pa.concat_tables(tables, promote_options="permissive")
     labels = table.column("label").to_pylist()
     keys = table.column("key").to_pylist()
     pick: dict[str, int] = {}
-    for i, (lb, k) in enumerate(zip(labels, keys)):
+    for i, (lb, k) in enumerate(zip(labels, keys, strict=True)):
         if partitions.get(lb) == k:
-            pick[lb] = i  # later rows (new) win
+            pick[lb] = i
     order = [pick[lb] for lb in partitions if lb in pick]
     return table.take(pa.array(order, type=pa.int64()))
 

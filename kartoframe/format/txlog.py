@@ -475,8 +475,8 @@ def referenced_keys(header: DatasetHeader | None) -> set[str]:
     keys = set(header.partitions.values()) | set(header.indices.values())
     keys.add(naming.common_metadata_key(header.uuid, header.table_name))
     ref = StatisticsRef.from_dict(kartoframe_section(header).get("statistics"), header.uuid)
-    if ref is not None and ref.key is not None:
-        keys.add(ref.key)
+    if ref is not None:
+        keys.update(ref.keys)
     return keys
 
 

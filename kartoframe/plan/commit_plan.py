@@ -39,7 +39,11 @@ from kartoframe.format.schema import (
     merge_schema,
     normalize_schema,
 )
-from kartoframe.format.statistics import StatisticsRef, merge_statistics
+from kartoframe.format.statistics import (
+    MAX_STATISTICS_DELTAS,
+    StatisticsRef,
+    merge_statistics,
+)
 from kartoframe.plan.write import ChunkResult, WrittenPartition
 
 __all__ = [
@@ -276,23 +280,29 @@ class StatisticsStep:
     """What the commit does with the statistics file.
 
     ``keep``: the reference stays; ``drop``: the header gets none; ``merge``: the rows of
-    the base file (read if ``read_base``) and ``new`` are merged into a new file with
-    bloom filters for ``blooms``.
+    the base files (read if ``read_base``) and ``new`` are merged into a new file with
+    bloom filters for ``blooms``; ``append``: ``new`` is written as one more delta file
+    of ``base_ref`` (the base files are not read: the commit costs what it adds).
     """
 
-    action: Literal["keep", "drop", "merge"]
+    action: Literal["keep", "drop", "merge", "append"]
     blooms: tuple[str, ...] = ()
     read_base: bool = False
     new: tuple[pa.Table, ...] = ()
+    base_ref: StatisticsRef | None = None
 
 
 def statistics_step(plan: CommitPlan) -> StatisticsStep:
     """Decide whether the commit rewrites the statistics file.
 
-    The file is rewritten when the partitions change (or statistics are added): rows of
-    the base file are kept for the partitions the new header still lists with the same
-    data file, rows of the written chunks are added. A header without any described
-    partition gets no statistics reference.
+    A commit that adds files (and maybe removes some) appends their rows as a delta file
+    of the base's reference (:attr:`StatisticsRef.deltas`), unless the bloom-filter
+    columns change, the reference already has :data:`MAX_STATISTICS_DELTAS` deltas, or
+    more than half of its rows are stale: then one file with the rows of the base files
+    the new header still lists with the same data file and the rows of the written
+    chunks replaces them all. A commit that only removes files keeps a reference with
+    deltas as it is (stale rows are never used) and rewrites a single file. A header
+    without any described partition gets no statistics reference.
     """
     bmd = plan.base.metadata if plan.base is not None else None
     section = kartoframe_section(bmd) if bmd is not None else {}
@@ -305,8 +315,22 @@ def statistics_step(plan: CommitPlan) -> StatisticsStep:
     changed = bool(plan.new_parts or plan.removed)
     if not changed and not new and (blooms is None or ref is None):
         return StatisticsStep("keep")
+    same_blooms = ref is not None and (blooms is None or tuple(blooms) == ref.bloom_filter_columns)
     if blooms is None:
         blooms = ref.bloom_filter_columns if ref is not None else ()
+    if (
+        ref is not None
+        and ref.key is not None
+        and same_blooms
+        and not plan.shape.extra_statistics  # a statistics build replaces every file
+        and len(ref.deltas) < MAX_STATISTICS_DELTAS
+        and ref.partitions <= 2 * len(plan.partitions)
+    ):
+        rows = sum(t.num_rows for t in new)
+        if rows:
+            return StatisticsStep("append", tuple(blooms), False, tuple(new), ref)
+        if ref.deltas:
+            return StatisticsStep("keep")
     return StatisticsStep("merge", tuple(blooms), ref is not None, tuple(new))
 
 

@@ -65,8 +65,8 @@ def copied_keys(loaded: LoadedDataset, new: str, *, schema_file: bool = False) -
     md = loaded.metadata
     keys = set(md.partitions.values()) | set(md.indices.values())
     stats = statistics_ref(md)
-    if stats is not None and stats.key is not None and new == md.uuid:
-        keys.add(stats.key)
+    if stats is not None and new == md.uuid:
+        keys.update(stats.keys)
     if schema_file:
         keys.add(naming.common_metadata_key(md.uuid, md.table_name))
     return sorted(keys)

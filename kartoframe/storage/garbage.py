@@ -130,8 +130,8 @@ def referenced_keys(loaded: LoadedDataset) -> set[str]:
     keys |= set(md.indices.values())
     keys |= set(md.partitions.values())
     stats = statistics_ref(md)
-    if stats is not None and stats.key is not None:
-        keys.add(stats.key)
+    if stats is not None:
+        keys.update(stats.keys)
     return keys
 
 

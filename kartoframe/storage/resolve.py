@@ -20,7 +20,11 @@ from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, decode_header, kartoframe_section
 from kartoframe.format.index import index_from_bytes, index_from_embedded
 from kartoframe.format.schema import schema_from_bytes
-from kartoframe.format.statistics import StatisticsRef, statistics_from_bytes
+from kartoframe.format.statistics import (
+    StatisticsRef,
+    merge_statistics,
+    statistics_from_bytes,
+)
 from kartoframe.storage.log import State, current_state, historic_state
 from kartoframe.storage.null_types import fill_null_types
 from kartoframe.storage.store import Store
@@ -319,13 +323,25 @@ def load_statistics(store: Store, loaded: LoadedDataset) -> LoadedDataset:
     ref = statistics_ref(loaded.metadata)
     if ref is None or ref.key is None:
         return loaded
-    data = store.get_or_none(ref.key)
-    if data is None:
-        raise CorruptMetadataError(
-            f"Statistics file {ref.key!r} of dataset {loaded.uuid!r} is missing; rebuild "
-            "it with build_dataset_statistics."
+    tables = []
+    for key in ref.keys:
+        data = store.get_or_none(key)
+        if data is None:
+            raise CorruptMetadataError(
+                f"Statistics file {key!r} of dataset {loaded.uuid!r} is missing; rebuild "
+                "it with build_dataset_statistics."
+            )
+        part = statistics_from_bytes(data, origin=repr(key))
+        if part is None:  # a newer layout: no statistics
+            return loaded
+        tables.append(part)
+    md = loaded.metadata
+    table = (
+        tables[0]
+        if len(tables) == 1
+        else merge_statistics(
+            None, tables, md.partitions, loaded.schema, md.partition_keys,
+            ref.bloom_filter_columns,
         )
-    table = statistics_from_bytes(data, origin=repr(ref.key))
-    if table is None:
-        return loaded
+    )  # fmt: skip
     return dataclasses.replace(loaded, statistics=table)

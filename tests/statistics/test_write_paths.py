@@ -71,29 +71,80 @@ def test_eager_write_statistics_and_no_data_read(store) -> None:
         kf.dataset_statistics("ds", store, columns=["nope"])
 
 
+def stats_keys(store: kf.Store, uuid: str = "ds") -> tuple[str, ...]:
+    found = read_header(store, uuid)
+    assert found is not None
+    ref = statistics_ref(found[0])
+    return () if ref is None else ref.keys
+
+
 def test_iterator_update_delete_gc_and_delete_dataset(store) -> None:
     kf.store_dataframes_as_dataset__iter(
         iter([frame(9), frame(9, 100)]), store=store, dataset_uuid="ds", partition_on=["p"]
     )
     first = stats_key(store)
     assert first is not None and all(described(store).values())
+    assert stats_keys(store) == (first,)
+    # an append writes only its own rows, as a delta of the same reference
     kf.update_dataset_from_dataframes([frame(6, 200)], store=store, dataset_uuid="ds")
-    second = stats_key(store)
-    assert second != first and len(described(store)) == 9 and all(described(store).values())
+    base, delta = stats_keys(store)
+    assert base == first and len(described(store)) == 9 and all(described(store).values())
+    # removing files keeps a reference with deltas (the stale rows are never used)
     kf.update_dataset_from_dataframes([], store=store, dataset_uuid="ds", delete_scope=[{"p": 0}])
     st = kf.dataset_statistics("ds", store)
     assert len(st) == 6 and set(st["p.min"]) == {1, 2} and st["has_statistics"].all()
-    # metadata-only commits keep the statistics file
-    third = stats_key(store)
+    assert stats_keys(store) == (first, delta)
+    assert kf.check_dataset("ds", store).ok
+    # metadata-only commits keep the statistics files
     kf.update_dataset_from_dataframes([], store=store, dataset_uuid="ds", metadata={"a": 1})
-    assert stats_key(store) == third
+    assert stats_keys(store) == (first, delta)
     removed = kf.garbage_collect_dataset("ds", store, retention_hours=0, grace_hours=0, force=True)
-    assert first in removed and second in removed and third not in removed
+    assert first not in removed and delta not in removed
     plan, _ = plan_read("ds", store, predicates=[[("x", ">=", 200)]])
     assert plan.stats.after_statistics == 2
     kf.delete_dataset("ds", store)
     assert list(store.iter_keys("ds/_kartoframe/stats/")) == []
     assert list(store.iter_keys("ds/table/")) == []
+
+
+def test_deltas_are_folded_into_one_file_every_few_commits(store) -> None:
+    from kartoframe.format.statistics import MAX_STATISTICS_DELTAS
+
+    kf.store_dataframes_as_dataset(
+        store=store, dataset_uuid="ds", dfs=[frame(3)], partition_on=["p"]
+    )
+    first = stats_key(store)
+    seen = [stats_keys(store)]
+    for i in range(MAX_STATISTICS_DELTAS + 1):
+        kf.update_dataset_from_dataframes([frame(3, 10 * (i + 1))], store=store, dataset_uuid="ds")
+        seen.append(stats_keys(store))
+    assert [len(k) for k in seen] == [*range(1, MAX_STATISTICS_DELTAS + 2), 1]
+    folded = stats_key(store)
+    assert folded != first
+    assert len(described(store)) == 3 * (MAX_STATISTICS_DELTAS + 2)
+    assert all(described(store).values())
+    removed = kf.garbage_collect_dataset("ds", store, retention_hours=0, grace_hours=0, force=True)
+    assert set(seen[-2]) <= set(removed) and folded not in removed
+    assert kf.check_dataset("ds", store).ok
+    # a read skips by statistics of files described in the folded file
+    plan, _ = plan_read("ds", store, predicates=[[("x", "==", 20)]])
+    assert plan.stats.after_statistics == 1
+
+
+def test_a_reader_of_the_base_file_alone_never_skips_wrongly(store) -> None:
+    """What a kartoframe that does not know deltas sees: the base file's rows only. Files
+    described only in deltas have no row there: unknown statistics, never skipped."""
+    kf.store_dataframes_as_dataset(
+        store=store, dataset_uuid="ds", dfs=[frame(3)], partition_on=["p"]
+    )
+    kf.update_dataset_from_dataframes([frame(3, 100)], store=store, dataset_uuid="ds")
+    from kartoframe.format.statistics import statistics_from_bytes
+
+    base = statistics_from_bytes(store.get(stats_keys(store)[0]), origin="base")
+    assert base is not None
+    md = kf.read_dataset_metadata("ds", store)
+    described_by_base = set(base.column("label").to_pylist())
+    assert described_by_base < set(md.partitions)  # the appended files are not in it
 
 
 def test_single_partition_commit_and_index_build_keep_statistics(store) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from collections.abc import Callable
@@ -79,7 +80,10 @@ def test_zero_retention_vacuum(three_versions: kf.Store) -> None:
     assert data_files(store) == current
     assert not any(k in current for k in planned)
     assert sum("/indices/" in k for k in planned) == 2
-    assert sum("/_kartoframe/stats/" in k for k in planned) == 2
+    # the statistics of version 2 are version 0's file and the deltas of versions 1 and
+    # 2 (each replacement added one): all still needed
+    assert sum("/_kartoframe/stats/" in k for k in planned) == 0
+    assert len(list(store.iter_keys("ds/_kartoframe/stats/"))) == 3
     entries, checkpoints = log.list_log(store, "ds")
     assert entries == [2] and checkpoints == [2]
     assert ks(store) == [2, 2] and ks(store, version=2) == [2, 2]
@@ -225,4 +229,13 @@ def test_costs_do_not_grow_with_the_history(
         commit_write(store, "ds", [chunk], base=base)
         commits.append(sum(ffs.calls.values()) - (i % 10 == 0) * 2)  # checkpoint: +2 calls
     assert set(opens) == {3}
-    assert len(set(commits)) == 1, commits  # memory: put_if_absent = exists + write
+    # memory: put_if_absent = exists + write. Every MAX_STATISTICS_DELTAS + 1-th commit
+    # folds the statistics deltas into one file (reading each): bounded and periodic
+    from kartoframe.format.statistics import MAX_STATISTICS_DELTAS
+
+    plain = sorted(set(commits))[0]
+    folds = [i for i, c in enumerate(commits) if c != plain]
+    assert all(commits[i] <= plain + MAX_STATISTICS_DELTAS + 1 for i in folds), commits
+    assert [b - a for a, b in itertools.pairwise(folds)] == [MAX_STATISTICS_DELTAS + 1] * (
+        len(folds) - 1
+    ), commits
