@@ -9,14 +9,17 @@ modules import pyspark.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import importlib.metadata
 import os
 import re
 import shutil
 import subprocess
 import sys
+import types
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -33,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ReaderChoice",
+    "check_executors",
     "check_python_workers",
     "check_store",
     "column",
@@ -96,15 +100,16 @@ def _worker_python_problem(python_exec: str) -> str | None:
 
 
 def check_python_workers(spark: SparkSession) -> None:
-    """Fail early when local Spark's Python workers cannot import kartoframe.
+    """Fail early when Spark's Python workers cannot import kartoframe.
 
     Spark's Python workers run ``PYSPARK_PYTHON`` as it was when the SparkContext
     started (``python3`` from ``PATH`` when unset), not the driver's interpreter, so in a
     virtual environment that is not activated every ``mapInArrow`` task fails with a long
     Java stack trace ending in ``ModuleNotFoundError``. For a local master this checks the
     worker interpreter once per SparkContext: free when it is the driver's (or lives in
-    the same environment), otherwise one ``python -c "import kartoframe"``. Remote
-    masters are not checked (their workers run elsewhere).
+    the same environment), otherwise one ``python -c "import kartoframe"``. For a cluster
+    master the workers run elsewhere: :func:`check_executors` runs a probe job on the
+    executors instead (once per SparkContext and interpreter).
 
     Raises
     ------
@@ -118,6 +123,9 @@ def check_python_workers(spark: SparkSession) -> None:
     except Exception:  # e.g. Spark Connect: no SparkContext in this process
         return
     if not master.startswith("local"):
+        # a cluster: the executors' interpreter is checked by a probe job there, once
+        if _WORKERS_OK.get(sc) != python_exec:
+            check_executors(spark)
         return
     try:
         if _WORKERS_OK.get(sc) == python_exec:
@@ -146,6 +154,99 @@ def check_python_workers(spark: SparkSession) -> None:
         )
     with contextlib.suppress(TypeError):
         _WORKERS_OK[sc] = python_exec
+
+
+def _probe(_: Iterable[Any]) -> Iterator[tuple[str, int, str, str | None, str | None]]:
+    """(Runs in an executor's Python worker.) Host, pid, interpreter, kartoframe version,
+    and the import error if kartoframe or pyarrow cannot be imported.
+
+    Pickled by value (see :func:`check_executors`): unpickling it must not need kartoframe.
+    """
+    import importlib as _importlib
+    import importlib.metadata as _metadata
+    import os as _os
+    import socket as _socket
+    import sys as _sys
+
+    version = problem = None
+    try:
+        _importlib.import_module("pyarrow")
+        _importlib.import_module("kartoframe")
+        version = _metadata.version("kartoframe")
+    except BaseException as e:
+        problem = f"{type(e).__name__}: {e}"
+    yield _socket.gethostname(), _os.getpid(), _sys.executable, version, problem
+
+
+def check_executors(spark: SparkSession) -> list[tuple[str, int, str]]:
+    """Run one tiny job on the executors that imports kartoframe and pyarrow there.
+
+    One task per default-parallelism slot, so every executor of a small cluster is
+    usually reached. Success is remembered per SparkContext and worker interpreter
+    (:func:`check_python_workers` then skips the job).
+
+    Returns
+    -------
+    list of (host, pid, interpreter)
+        The Python workers that answered.
+
+    Raises
+    ------
+    SparkPythonWorkerError
+        A Python worker could not be started, or cannot import kartoframe or pyarrow, or
+        imports another kartoframe version than the driver's (the message names the
+        interpreter, its error and the fix).
+    """
+    sc = spark.sparkContext
+    python = str(sc.pythonExec)
+    fix = (
+        "Build the session with kartoframe.spark.cluster_session(master, python=...) naming "
+        "an interpreter with kartoframe installed on every executor host, or set "
+        "PYSPARK_PYTHON to it before the SparkContext starts."
+    )
+    slots = max(int(sc.defaultParallelism), 1)
+    probe = _by_value(_probe)
+    try:
+        answers = sc.parallelize(range(slots), slots).mapPartitions(probe).collect()
+    except Exception as e:
+        lines = [ln for ln in str(e).splitlines() if ln.strip()]
+        cause = next(
+            (ln.strip() for ln in lines if "Cannot run program" in ln or "Error" in ln),
+            lines[0] if lines else type(e).__name__,
+        )
+        raise errors.SparkPythonWorkerError(
+            f"Spark's executors cannot start their Python workers with {python!r} "
+            f"(the SparkContext's PYSPARK_PYTHON): {cause}. {fix}"
+        ) from e
+    driver_version = importlib.metadata.version("kartoframe")
+    for host, _pid, exe, version, problem in answers:
+        if problem is not None:
+            raise errors.SparkPythonWorkerError(
+                f"Spark's executors cannot run kartoframe: on {host} the Python worker runs "
+                f"{exe!r} ({python!r} as the SparkContext's PYSPARK_PYTHON), which raises "
+                f"{problem}; the driver runs {sys.executable!r}. {fix}"
+            )
+        if version != driver_version:
+            raise errors.SparkPythonWorkerError(
+                f"Spark's executors run kartoframe {version} ({exe!r} on {host}), the driver "
+                f"{driver_version}: plans and results pickled between them must come from "
+                f"the same version. {fix}"
+            )
+    with contextlib.suppress(TypeError):
+        _WORKERS_OK[sc] = python
+    return [(host, pid, exe) for host, pid, exe, _, _ in answers]
+
+
+def _by_value(fn: Any) -> Any:
+    """A copy of the module-level function ``fn`` that Spark's pickler (cloudpickle)
+    serialises by value: its module is not importable under the copy's name, so the
+    executor does not import kartoframe to unpickle it (the copy's globals hold only the
+    builtins; ``fn`` imports what it needs itself).
+    """
+    copy = types.FunctionType(fn.__code__, {"__builtins__": builtins}, fn.__name__)
+    copy.__module__ = "__kartoframe_probe__"
+    copy.__qualname__ = fn.__name__
+    return copy
 
 
 #: Settings of :func:`local_session` (before the caller's ``conf``).

@@ -4,12 +4,9 @@ and the check that the executors' Python can run kartoframe before the first rea
 
 from __future__ import annotations
 
-import builtins
-import importlib.metadata
 import os
 import sys
-import types
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kartoframe import errors
@@ -123,34 +120,14 @@ def cluster_session(
     return session
 
 
-def _probe(_: Iterable[Any]) -> Iterator[tuple[str, int, str, str | None, str | None]]:
-    """(Runs in an executor's Python worker.) Host, pid, interpreter, kartoframe version,
-    and the import error if kartoframe or pyarrow cannot be imported.
-
-    Pickled by value (see :func:`check_executors`): unpickling it must not need kartoframe.
-    """
-    import importlib as _importlib
-    import importlib.metadata as _metadata
-    import os as _os
-    import socket as _socket
-    import sys as _sys
-
-    version = problem = None
-    try:
-        _importlib.import_module("pyarrow")
-        _importlib.import_module("kartoframe")
-        version = _metadata.version("kartoframe")
-    except BaseException as e:
-        problem = f"{type(e).__name__}: {e}"
-    yield _socket.gethostname(), _os.getpid(), _sys.executable, version, problem
-
-
 def check_executors(spark: SparkSession) -> list[tuple[str, int, str]]:
     """Run one tiny job on the executors that imports kartoframe and pyarrow there.
 
     One task per default-parallelism slot, so every executor of a small cluster is
-    usually reached. Call it before the first job of a session built otherwise than by
-    :func:`cluster_session` (which calls it).
+    usually reached. :func:`cluster_session` calls it; kartoframe's Spark functions run
+    it themselves before their first job on a cluster session (once per SparkContext and
+    executor interpreter), so an explicit call only moves the failure to where the
+    session is built (e.g. at the start of a ``spark-submit`` job).
 
     Returns
     -------
@@ -164,51 +141,5 @@ def check_executors(spark: SparkSession) -> list[tuple[str, int, str]]:
         imports another kartoframe version than the driver's (the message names the
         interpreter, its error and the fix).
     """
-    sc = spark.sparkContext
-    python = str(sc.pythonExec)
-    fix = (
-        "Build the session with kartoframe.spark.cluster_session(master, python=...) naming "
-        "an interpreter with kartoframe installed on every executor host, or set "
-        "PYSPARK_PYTHON to it before the SparkContext starts."
-    )
-    slots = max(int(sc.defaultParallelism), 1)
-    probe = _by_value(_probe)
-    try:
-        answers = sc.parallelize(range(slots), slots).mapPartitions(probe).collect()
-    except Exception as e:
-        lines = [ln for ln in str(e).splitlines() if ln.strip()]
-        cause = next(
-            (ln.strip() for ln in lines if "Cannot run program" in ln or "Error" in ln),
-            lines[0] if lines else type(e).__name__,
-        )
-        raise errors.SparkPythonWorkerError(
-            f"Spark's executors cannot start their Python workers with {python!r} "
-            f"(the SparkContext's PYSPARK_PYTHON): {cause}. {fix}"
-        ) from e
-    driver_version = importlib.metadata.version("kartoframe")
-    for host, _pid, exe, version, problem in answers:
-        if problem is not None:
-            raise errors.SparkPythonWorkerError(
-                f"Spark's executors cannot run kartoframe: on {host} the Python worker runs "
-                f"{exe!r} ({python!r} as the SparkContext's PYSPARK_PYTHON), which raises "
-                f"{problem}; the driver runs {sys.executable!r}. {fix}"
-            )
-        if version != driver_version:
-            raise errors.SparkPythonWorkerError(
-                f"Spark's executors run kartoframe {version} ({exe!r} on {host}), the driver "
-                f"{driver_version}: plans and results pickled between them must come from "
-                f"the same version. {fix}"
-            )
-    return [(host, pid, exe) for host, pid, exe, _, _ in answers]
-
-
-def _by_value(fn: Any) -> Any:
-    """A copy of the module-level function ``fn`` that Spark's pickler (cloudpickle)
-    serialises by value: its module is not importable under the copy's name, so the
-    executor does not import kartoframe to unpickle it (the copy's globals hold only the
-    builtins; ``fn`` imports what it needs itself).
-    """
-    copy = types.FunctionType(fn.__code__, {"__builtins__": builtins}, fn.__name__)
-    copy.__module__ = "__kartoframe_probe__"
-    copy.__qualname__ = fn.__name__
-    return copy
+    spark_engine.require_pyspark()
+    return spark_engine.check_executors(spark)

@@ -127,3 +127,31 @@ def _group_of(entry: Path) -> int | None:
         return None if fields[0] == "Z" else int(fields[2])
     except (OSError, ValueError, IndexError):
         return None
+
+
+def test_a_write_on_a_cluster_whose_executors_lack_kartoframe_fails_clearly(
+    cluster_spark: Any, tmp_path: Path
+) -> None:
+    """Proves: on a cluster session built without the helper's check (a session from
+    ``spark-submit`` or ``SparkSession.builder``), kartoframe's first Spark write whose
+    executors start an interpreter without kartoframe raises ``SparkPythonWorkerError``
+    before its job, not a Java stack trace ending in ``ModuleNotFoundError`` from the
+    job; and writes nothing. (Failed before the fix: the engine's worker check skipped
+    every non-local master, and the write's job failed in the executors with
+    ``PythonException ... ModuleNotFoundError: No module named 'kartoframe'``.)
+    """
+    import kartoframe as kf
+
+    sdf = cluster_spark.createDataFrame([(1, "a"), (2, "b")], "k long, s string")
+    store = kf.Store(f"file://{tmp_path}/store")
+    sc = cluster_spark.sparkContext
+    saved = sc.pythonExec
+    sc.pythonExec = "/usr/bin/python3"
+    try:
+        with pytest.raises(SparkPythonWorkerError, match="cannot run kartoframe"):
+            kfs.store_dataset_from_sdf(sdf, store, "ds")
+    finally:
+        sc.pythonExec = saved
+    assert not list(store.iter_keys(""))
+    kfs.store_dataset_from_sdf(sdf, store, "ds")  # the session's own interpreter works
+    assert len(kf.read_table("ds", store)) == 2
