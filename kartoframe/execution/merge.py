@@ -47,8 +47,7 @@ from kartoframe.plan.predicates import Predicate, to_expression
 from kartoframe.plan.query import bound
 from kartoframe.plan.write import ChunkResult, new_file_uuid
 from kartoframe.storage.parquet import write_table
-from kartoframe.storage.resolve import bloom_columns_of, load_dataset
-from kartoframe.storage.side_files import with_statistics
+from kartoframe.storage.resolve import bloom_columns_of, load_dataset, statistics_rows
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -102,16 +101,17 @@ def load_merge(
     )
     files = [f for t in scan.tasks for f in t.files]
     md = loaded.metadata
-    if files:
-        loaded = with_statistics(store, loaded)  # kept in the plan: the commit reuses them
     groups = source_groups(prepared, options, md.partition_keys)
+    # the statistics of the files in the source's partitions only: their row groups are
+    # all that is decoded (a commit that adds files never reads the others either)
+    in_groups = {f.label for f in files if partition_group(f, options, md.partition_keys) in groups}
     found = candidate_files(
         files,
         md.partition_keys,
         prepared,
         options,
         loaded.schema,
-        loaded.statistics,
+        statistics_rows(store, loaded, in_groups) if in_groups else None,
         md.partitions,
         groups,
     )

@@ -45,6 +45,7 @@ from kartoframe.format.schema import normalize_type
 
 __all__ = [
     "MAX_STATISTICS_DELTAS",
+    "checked_statistics",
     "live_statistics",
     "BLOOM_BITS_PER_VALUE",
     "GROUPS",
@@ -67,6 +68,9 @@ __all__ = [
 #: A commit that adds files writes their statistics as one more delta file until the
 #: reference has this many; the next one rewrites them all as one file.
 MAX_STATISTICS_DELTAS = 8
+
+#: Smallest row group of a statistics file (files are split in up to 32 row groups).
+STATISTICS_GROUP_MIN_ROWS = 16
 
 #: Version of the side-file layout described in the module docstring.
 STATISTICS_VERSION = 1
@@ -520,6 +524,9 @@ def statistics_to_bytes(stats: pa.Table) -> bytes:
         table,
         buf,
         version="2.6",
+        # up to 32 row groups: a reader that needs the rows of a few files (a merge's
+        # candidates) decodes only their groups' bloom filters
+        row_group_size=max(STATISTICS_GROUP_MIN_ROWS, -(-table.num_rows // 32)),
         compression={p: "none" if p.startswith("bloom.") else "zstd" for p in paths},
         use_dictionary=[p for p in paths if not p.startswith("bloom.")],
     )
@@ -547,6 +554,18 @@ def statistics_from_bytes(data: bytes, origin: str = "") -> pa.Table | None:
         table = read_parquet_bytes(data)
     except (pa.ArrowException, OSError, ValueError) as e:
         raise CorruptMetadataError(f"Cannot read statistics file {origin}: {e}") from e
+    return checked_statistics(table, origin)
+
+
+def checked_statistics(table: pa.Table, origin: str = "") -> pa.Table | None:
+    """Validate a decoded statistics file (or some of its row groups, read with its
+    schema metadata); None if its version is newer than this reader's.
+
+    Raises
+    ------
+    CorruptMetadataError
+        No version, or the base columns are missing or mistyped.
+    """
     raw_version = (table.schema.metadata or {}).get(VERSION_KEY)
     try:
         version = int(raw_version) if raw_version is not None else None

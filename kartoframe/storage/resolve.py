@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from kartoframe.errors import (
     CorruptMetadataError,
@@ -22,6 +25,7 @@ from kartoframe.format.index import index_from_bytes, index_from_embedded
 from kartoframe.format.schema import schema_from_bytes
 from kartoframe.format.statistics import (
     StatisticsRef,
+    checked_statistics,
     merge_statistics,
     statistics_from_bytes,
 )
@@ -303,6 +307,72 @@ def bloom_columns_of(loaded: LoadedDataset | None) -> tuple[str, ...]:
     """The dataset's bloom-filter columns (every write maintains them; () if none)."""
     ref = statistics_ref(loaded.metadata) if loaded is not None else None
     return ref.bloom_filter_columns if ref is not None else ()
+
+
+def _rows_of(store: Store, key: str, labels: Collection[str]) -> pa.Table | None:
+    """The rows of ``labels`` in one statistics file: its label column, then only the row
+    groups holding one of them (their bloom filters are the bulk of the file).
+    """
+    try:
+        if store.is_local:
+            pf = pq.ParquetFile(store.path(key), memory_map=True)
+        else:
+            data = store.get_or_none(key)
+            if data is None:
+                raise FileNotFoundError(key)
+            pf = pq.ParquetFile(pa.BufferReader(data))
+        names = pf.read(columns=["label"], use_threads=False).column("label")
+        hit = np.flatnonzero(
+            pc.is_in(names, value_set=pa.array(list(labels))).to_numpy(zero_copy_only=False)
+        )
+        md = pf.metadata
+        starts = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
+        groups = sorted({int(np.searchsorted(starts, h, side="right")) - 1 for h in hit})
+        table = (
+            pf.read_row_groups(groups, use_threads=False)
+            if groups
+            else pf.schema_arrow.empty_table()
+        )
+    except FileNotFoundError:
+        return None
+    except (pa.ArrowException, OSError, ValueError, KeyError) as e:
+        raise CorruptMetadataError(f"Cannot read statistics file {key!r}: {e}") from e
+    table = table.replace_schema_metadata(pf.schema_arrow.metadata)
+    return checked_statistics(table, origin=repr(key))
+
+
+def statistics_rows(
+    store: Store, loaded: LoadedDataset, labels: Collection[str]
+) -> pa.Table | None:
+    """The statistics of the files of ``labels`` only (None: the dataset has none): what
+    a reader of a few files needs, without decoding every file's bloom filters.
+
+    Raises
+    ------
+    CorruptMetadataError
+        A referenced file is missing or cannot be decoded.
+    """
+    if loaded.statistics is not None:
+        return loaded.statistics
+    ref = statistics_ref(loaded.metadata)
+    if ref is None or ref.key is None or not labels:
+        return None
+    tables = []
+    for key in ref.keys:
+        part = _rows_of(store, key, labels)
+        if part is None and not store.exists(key):
+            raise CorruptMetadataError(
+                f"Statistics file {key!r} of dataset {loaded.uuid!r} is missing; rebuild "
+                "it with build_dataset_statistics."
+            )
+        if part is None:  # a newer layout: no statistics
+            return None
+        tables.append(part)
+    md = loaded.metadata
+    wanted = {lb: md.partitions[lb] for lb in labels if lb in md.partitions}
+    return merge_statistics(
+        None, tables, wanted, loaded.schema, md.partition_keys, ref.bloom_filter_columns
+    )
 
 
 def load_statistics(store: Store, loaded: LoadedDataset) -> LoadedDataset:
