@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-DATA_VERSION = 1
+DATA_VERSION = 2  # 2: statistics files in row groups (merge reads only its candidates)
 UUID = "events"
 FIRST_DAY = dt.date(2025, 1, 1)
 #: goals of issue 17 (ratio = kartoframe time / other time)

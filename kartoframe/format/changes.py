@@ -4,7 +4,7 @@ A commit that knows exactly which rows it changed (a merge) writes them as *chan
 files* and records their keys in its log entry (``changes``), as Delta Lake writes
 ``_change_data`` files::
 
-    <uuid>/_kartoframe/changes/<32 hex digits>.changes.parquet
+    <uuid>/_kartoframe/changes/<32 hex digits>.changes.pq
 
 A change file holds rows of the dataset (partition columns included, as columns) and a
 ``_change_type`` column: ``insert``, ``delete``, ``update_preimage`` or
@@ -44,7 +44,9 @@ __all__ = [
 
 #: Folder of the change files below the dataset.
 CHANGES_DIR = "_kartoframe/changes"
-CHANGE_SUFFIX = ".changes.parquet"
+#: Deliberately not ``.parquet`` (as the statistics files): plateau lists every
+#: ``*.parquet`` key below ``<uuid>/`` as a data file when a header has no partitions.
+CHANGE_SUFFIX = ".changes.pq"
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
 COMMIT_TIMESTAMP = "_commit_timestamp"

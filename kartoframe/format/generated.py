@@ -13,7 +13,7 @@ Generated names (``<uuid>`` the dataset, ``<table>`` its table)::
     <uuid>/indices/<col>/<timestamp>.by-dataset-index.parquet        index
     <uuid>/_kartoframe/stats/<timestamp>.statistics.pq               statistics
     <uuid>/_kartoframe/log/<20 digits>[.checkpoint].json             transaction log
-    <uuid>/_kartoframe/changes/<32 hex digits>.changes.parquet      change file
+    <uuid>/_kartoframe/changes/<32 hex digits>.changes.pq      change file
     <folder>/.<name>.tmp-<hex>                                       local temp file of
                                                                      <folder>/<name>
 
