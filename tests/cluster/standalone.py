@@ -66,20 +66,6 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
-def java_children(pid: int | None = None) -> list[tuple[int, str]]:
-    """Live ``java`` processes below ``pid`` (default: this process), with command lines."""
-    found = []
-    for child in sorted(_descendants(os.getpid() if pid is None else pid)):
-        try:
-            cmd = (Path("/proc") / str(child) / "cmdline").read_bytes().split(b"\0")
-            state = (Path("/proc") / str(child) / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if state != "Z" and cmd and Path(cmd[0].decode()).name == "java":
-            found.append((child, " ".join(c.decode() for c in cmd)))
-    return found
-
-
 def alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie does not)."""
     try:
