@@ -288,7 +288,8 @@ def finish_merge(
         if inserts.num_rows:
             chunks.append(_write(store, plan, inserts))
         if plan.options.when_not_matched == "insert" and len(unmatched):
-            new = plan.source.take(pa.array(unmatched, type=pa.int64()))
+            moved = any(len(o.merge.moved) for o in done)
+            new = plan.source.take(pa.array(unmatched, type=pa.int64())) if moved else inserts
             feeds.append(_write_changes(store, plan, changes.labelled(new, "insert")))
         header = commit_write(
             store,

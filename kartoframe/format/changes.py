@@ -89,13 +89,14 @@ def feed_schema(schema: pa.Schema, columns: Sequence[str] | None = None) -> pa.S
 
 
 def labelled(table: pa.Table, change_type: str) -> pa.Table:
-    """``table`` with a ``_change_type`` column of ``change_type`` on every row."""
+    """``table`` with a ``_change_type`` column of ``change_type`` on every row
+    (dictionary-encoded: one string, a byte per row).
+    """
     if change_type not in CHANGE_TYPES:
         raise ValueError(f"unknown change type {change_type!r}")
-    return table.append_column(
-        pa.field(CHANGE_TYPE, pa.string(), nullable=False),
-        pa.array([change_type] * table.num_rows, type=pa.string()),
-    )
+    codes = pa.array(np.zeros(table.num_rows, dtype=np.int8))
+    column = pa.DictionaryArray.from_arrays(codes, pa.array([change_type], pa.string()))
+    return table.append_column(pa.field(CHANGE_TYPE, column.type, nullable=False), column)
 
 
 def pairs(pre: pa.Table, post: pa.Table) -> pa.Table:
