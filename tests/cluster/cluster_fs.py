@@ -71,7 +71,7 @@ class KillAfterWriteFileSystem(DirFileSystem):
 
     def _after_write(self, path: str) -> None:
         if _is_data_file(path) and self._should_die():
-            record = {"pid": os.getpid(), "path": path}
+            record = {"pid": os.getpid(), "pids": ancestors(), "path": path}
             (Path(self.side_dir) / f"victim-{os.getpid()}.json").write_text(json.dumps(record))
             os.kill(os.getpid(), signal.SIGKILL)
 
@@ -167,5 +167,5 @@ def calls(side_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def victims(side_dir: str | Path) -> list[dict[str, Any]]:
-    """What each killed process recorded: its PID and the key it had written."""
+    """What each killed process recorded: its PID, its ancestors' and the key it had written."""
     return [json.loads(p.read_text()) for p in sorted(Path(side_dir).glob("victim-*.json"))]

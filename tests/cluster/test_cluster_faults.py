@@ -68,6 +68,7 @@ def test_spark_task_killed_mid_write_is_retried_and_commits_once(
 
     (victim,) = cluster_fs.victims(tmp_path)
     assert victim["pid"] != os.getpid()
+    assert standalone_cluster.worker.pid in victim["pids"]  # an executor's Python worker
     history = kf.dataset_history("killed", s3_store)
     assert [r.version for r in history] == [0]
     got = kf.read_table("killed", s3_store).sort_values("k", ignore_index=True)
@@ -96,7 +97,8 @@ def test_dask_worker_killed_mid_write_is_rescheduled_and_commits_once(
     process_dask_client.compute(job).result()
 
     (victim,) = cluster_fs.victims(tmp_path)
-    assert victim["pid"] != os.getpid()
+    # a worker process the LocalCluster spawned from this one, not this (the client)
+    assert victim["pid"] != os.getpid() and victim["pids"][1] == os.getpid()
     assert [r.version for r in kf.dataset_history("killed", s3_store)] == [0]
     got = kf.read_table("killed", s3_store).sort_values("k", ignore_index=True)
     pd.testing.assert_frame_equal(got[df.columns.tolist()], df, check_dtype=False)
