@@ -8,7 +8,8 @@ is read from the master's log), the REST server is off, the daemons start with a
 setting, and the work dir (executor logs: ``work/app-*/N/stderr``) is a temporary folder.
 Stopping sends SIGTERM to the worker, then the master (each takes its executors along), waits,
 and kills whatever of the cluster's process groups is left: nothing started here outlives
-:meth:`StandaloneCluster.stop`, which also runs at exit.
+:meth:`StandaloneCluster.stop`, which also runs at exit; a launcher killed outright takes the
+daemons along too (they get SIGTERM when it dies).
 
 Loaded by ``tests/conftest.py`` (the ``spark`` fixture with ``KARTOFRAME_TEST_SPARK=cluster``)
 and ``tests/cluster/conftest.py`` under one module name, :data:`MODULE_NAME`, so the test
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import os
 import re
 import shutil
@@ -64,6 +66,15 @@ def _descendants(pid: int) -> set[int]:
                 out.add(child)
                 todo.append(child)
     return out
+
+
+def _die_with_parent() -> None:
+    """(In the child, before exec.) SIGTERM when the launching thread's process dies, even
+    by SIGKILL, when neither ``stop()`` nor ``atexit`` can run (Linux ``PR_SET_PDEATHSIG``;
+    it survives the exec of ``spark-class`` and its exec of the JVM).
+    """
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
 
 
 def alive(pid: int) -> bool:
@@ -117,6 +128,7 @@ class StandaloneCluster:
                 stdin=subprocess.DEVNULL,
                 env=self._env(),
                 start_new_session=True,  # its own process group: stop() can take it whole
+                preexec_fn=_die_with_parent,
             )
         finally:
             log.close()

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -85,39 +88,52 @@ def test_executors_that_cannot_run_kartoframe_fail_before_the_first_job(
     assert kfs.check_executors(cluster_spark)  # the session still works
 
 
-def test_cluster_processes_stop_with_the_launcher(standalone_module: Any) -> None:
-    """Proves: a cluster started by a process that exits without stopping it (a test run
-    that ends, or fails, without teardown) is stopped by the ``atexit`` hook: the master's
-    and the worker's JVMs, and everything in their process groups, are gone once the
-    launcher has exited.
+@pytest.mark.parametrize("ending", ["exit", "sigkill"])
+def test_cluster_processes_stop_with_the_launcher(standalone_module: Any, ending: str) -> None:
+    """Proves: a cluster started by a process that ends without stopping it is stopped
+    all the same, leaving no JVM behind: on a normal exit (a run that ends or fails
+    without teardown) by the ``atexit`` hook, and when the launcher is killed outright
+    (SIGKILL: no Python code runs) because the daemons get SIGTERM when their parent dies.
+    The master's and the worker's JVMs, and everything in their process groups, are gone.
     """
     standalone = Path(__file__).parent / "standalone.py"
     script = textwrap.dedent(
         f"""
-        import importlib.util, json, sys
+        import importlib.util, json, os, signal, sys
         spec = importlib.util.spec_from_file_location("standalone", {str(standalone)!r})
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         cluster = mod.StandaloneCluster(cores=1, memory="512m").start()
         print(json.dumps({{"url": cluster.master_url, "pids": cluster.pids(),
-                           "groups": sorted(cluster.groups())}}))
+                           "groups": sorted(cluster.groups()),
+                           "folder": str(cluster.folder)}}), flush=True)
+        if {ending!r} == "sigkill":
+            os.kill(os.getpid(), signal.SIGKILL)
         # exits without cluster.stop(): atexit must stop it
         """
     )
     proc = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=180, check=False
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == (0 if ending == "exit" else -signal.SIGKILL), proc.stderr
     started = json.loads(proc.stdout.strip().splitlines()[-1])
+    if ending == "sigkill":  # no Python ran in the launcher to remove its temporary folder
+        shutil.rmtree(started["folder"], ignore_errors=True)
     assert started["url"].startswith("spark://127.0.0.1:")
     assert len(started["pids"]) >= 2  # master and worker JVMs
-    assert [pid for pid in started["pids"] if standalone_module.alive(pid)] == []
-    left = [
-        entry.name
-        for entry in Path("/proc").iterdir()
-        if entry.name.isdigit() and _group_of(entry) in started["groups"]
-    ]
-    assert left == []
+
+    def left() -> list[str]:
+        running = [str(pid) for pid in started["pids"] if standalone_module.alive(pid)]
+        return running + [
+            entry.name
+            for entry in Path("/proc").iterdir()
+            if entry.name.isdigit() and _group_of(entry) in started["groups"]
+        ]
+
+    deadline = time.monotonic() + 60  # a JVM's SIGTERM shutdown takes about 0.5 s
+    while left() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert left() == []
 
 
 def _group_of(entry: Path) -> int | None:
