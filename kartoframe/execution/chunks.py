@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from kartoframe.errors import InvalidInputError
 from kartoframe.format import naming
+from kartoframe.format.arrow_memory import release_unused_memory
 from kartoframe.format.convert import frame_to_table, storage_table
 from kartoframe.format.index import index_value_pairs
 from kartoframe.format.schema import normalize_schema
@@ -92,6 +93,11 @@ def delete_files(store: Store, keys: Iterable[str]) -> None:
         store.delete_many(list(keys))
 
 
+#: Files of at least this many rows hand the writer's freed pages back before their
+#: statistics are computed (for smaller ones the call costs more than it saves).
+_RELEASE_ROWS = 65_536
+
+
 def write_chunk(
     store: Store,
     dataset_uuid: str,
@@ -155,6 +161,8 @@ def write_chunk(
                 compression=serializer.compression.lower() if serializer.compression else None,
                 row_group_size=serializer.chunk_size,
             )
+        if rows.num_rows >= _RELEASE_ROWS:
+            release_unused_memory()  # the writer's pages, before the statistics' hash tables
         pairs = {c: index_value_pairs(c, rows[c], label) for c in index_columns}
         stats = None
         if candidates is not None:

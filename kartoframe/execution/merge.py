@@ -28,6 +28,7 @@ from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
 from kartoframe.execution.write import already_recorded, commit_write, only_removed_files
 from kartoframe.format import changes
+from kartoframe.format.arrow_memory import release_unused_memory
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header_stamp import header_version
@@ -95,6 +96,7 @@ def load_merge(
     if loaded is None:
         loaded = load_dataset(store, dataset_uuid)
     prepared = prepare_source(source, loaded.schema, options)
+    release_unused_memory()  # the key check's hash tables
     predicate = bound(predicates, loaded.schema)
     scan, _, loaded = plan_loaded_read(
         store, loaded, predicates=predicate, dask=False, consistent_integers=False
@@ -115,6 +117,7 @@ def load_merge(
         md.partitions,
         groups,
     )
+    release_unused_memory()  # the statistics' row groups
     return MergePlan(md.uuid, loaded, prepared, options, tuple(found), predicate, groups)
 
 
@@ -287,6 +290,7 @@ def finish_merge(
     try:
         if inserts.num_rows:
             chunks.append(_write(store, plan, inserts))
+            release_unused_memory()
         if plan.options.when_not_matched == "insert" and len(unmatched):
             moved = any(len(o.merge.moved) for o in done)
             new = plan.source.take(pa.array(unmatched, type=pa.int64())) if moved else inserts
@@ -348,6 +352,7 @@ def run_merge(
     for part in plan.candidates:
         try:
             outcomes.append(merge_one(store, plan, part, dry_run=dry_run))
+            release_unused_memory()  # this file's rows, before the next one's
         except BaseException as e:
             outcomes.append(e)
             break

@@ -47,7 +47,8 @@ def read_parquet_bytes(
 def release_unused_memory() -> None:
     """Hand the memory Arrow's pool holds but no longer uses back to the system.
 
-    Between the steps of a long job (the partitions of an optimize), the pool's
+    Between the steps of a long job (the partitions of an optimize, the files of a
+    merge), the pool's
     allocator (mimalloc, jemalloc) otherwise keeps the freed pages of one step, fragmented
     by what stays alive, and the process grows by them beside the next step's data.
     """

@@ -27,6 +27,7 @@ a version they do not know (they read as if there were no statistics).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import hashlib
 import io
@@ -45,6 +46,7 @@ from kartoframe.format.schema import normalize_type
 
 __all__ = [
     "MAX_STATISTICS_DELTAS",
+    "groups_holding",
     "checked_statistics",
     "live_statistics",
     "BLOOM_BITS_PER_VALUE",
@@ -279,15 +281,20 @@ def statistics_schema(
 
 
 _MASK64 = (1 << 64) - 1
+#: Values whose bloom bit positions are computed at once (bounds the temporaries).
+_BLOOM_BLOCK = 16_384
 
 
 def _splitmix64(x: np.ndarray) -> np.ndarray:
     """splitmix64 finaliser over uint64 (wrapping arithmetic)."""
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore"):  # in place: one copy of ``x`` and one temporary
         z = x + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return z ^ (z >> np.uint64(31))
+        z ^= z >> np.uint64(30)
+        z *= np.uint64(0xBF58476D1CE4E5B9)
+        z ^= z >> np.uint64(27)
+        z *= np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+        return z
 
 
 def bloom_hashes(values: pa.Array) -> np.ndarray:
@@ -347,9 +354,11 @@ def build_bloom(hashes: np.ndarray) -> bytes:
     n = max(1, len(hashes))
     n_bytes = min(BLOOM_MAX_BYTES, max(8, math.ceil(n * BLOOM_BITS_PER_VALUE / 8)))
     on = np.zeros(n_bytes * 8, dtype=bool)
-    if len(hashes):
-        # bit ``pos`` is bit ``pos & 7`` of byte ``pos >> 3`` (packbits' little bit order)
-        on[_bloom_positions(hashes, n_bytes * 8, BLOOM_HASHES).ravel().astype(np.int64)] = True
+    # bit ``pos`` is bit ``pos & 7`` of byte ``pos >> 3`` (packbits' little bit order);
+    # in blocks: the positions of k hashes per value would be 56 bytes per value at once
+    for start in range(0, len(hashes), _BLOOM_BLOCK):
+        block = hashes[start : start + _BLOOM_BLOCK]
+        on[_bloom_positions(block, n_bytes * 8, BLOOM_HASHES).ravel().astype(np.int64)] = True
     return bytes([BLOOM_HASHES]) + np.packbits(on, bitorder="little").tobytes()
 
 
@@ -503,6 +512,23 @@ def live_statistics(tables: Sequence[pa.Table], partitions: Mapping[str, str]) -
             pick[lb] = i
     order = [pick[lb] for lb in partitions if lb in pick]
     return table.take(pa.array(order, type=pa.int64()))
+
+
+def groups_holding(bounds: Sequence[tuple[str, str] | None], labels: Iterable[str]) -> list[int]:
+    """The row groups of a statistics file that may hold a row of ``labels``, from the
+    label column's ``(min, max)`` per row group (None: unknown, always read). Rows are
+    in header order, which for daily appends is label order: the bounds are tight.
+    """
+    wanted = sorted(labels)
+    out = []
+    for i, b in enumerate(bounds):
+        if b is None:
+            out.append(i)
+            continue
+        at = bisect.bisect_left(wanted, b[0])
+        if at < len(wanted) and wanted[at] <= b[1]:
+            out.append(i)
+    return out
 
 
 # --------------------------------------------------------------------------- codec

@@ -194,9 +194,36 @@ def _key_mask(table: pa.Table, on: Sequence[str]) -> np.ndarray:
     return mask
 
 
+def _integer_keys(keyed: pa.Table) -> list[np.ndarray] | None:
+    """The key columns as integer arrays (integers, dates, timestamps), else None."""
+    out = []
+    for col in keyed.columns:
+        t = col.type
+        if pa.types.is_integer(t) or pa.types.is_date(t) or pa.types.is_timestamp(t):
+            out.append(np.asarray(col.to_numpy()))
+        else:
+            return None
+    return out
+
+
+def _has_duplicate(keys: list[np.ndarray]) -> bool:
+    """Whether two rows share all ``keys`` (sorted, adjacent rows compared: a few bytes
+    per row, where a hash aggregation builds tables several times the keys' size).
+    """
+    order = np.lexsort(keys[::-1])
+    same = np.ones(len(order) - 1, dtype=bool)
+    for k in keys:
+        s = k[order]
+        same &= s[1:] == s[:-1]
+    return bool(same.any())
+
+
 def _check_unique_keys(table: pa.Table, on: Sequence[str]) -> None:
     keyed = table.select(list(on)).filter(pa.array(_key_mask(table, on)))
     if keyed.num_rows < 2:
+        return
+    ints = _integer_keys(keyed)
+    if ints is not None and not _has_duplicate(ints):
         return
     counts = keyed.group_by(list(on), use_threads=False).aggregate([([], "count_all")])
     dup = pc.filter(counts, pc.greater(counts["count_all"], 1))

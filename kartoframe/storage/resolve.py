@@ -7,7 +7,6 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -19,6 +18,7 @@ from kartoframe.errors import (
     UnsafePathError,
 )
 from kartoframe.format import naming
+from kartoframe.format.arrow_memory import reader
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, decode_header, kartoframe_section
 from kartoframe.format.index import index_from_bytes, index_from_embedded
@@ -26,6 +26,7 @@ from kartoframe.format.schema import schema_from_bytes
 from kartoframe.format.statistics import (
     StatisticsRef,
     checked_statistics,
+    groups_holding,
     merge_statistics,
     statistics_from_bytes,
 )
@@ -310,29 +311,35 @@ def bloom_columns_of(loaded: LoadedDataset | None) -> tuple[str, ...]:
 
 
 def _rows_of(store: Store, key: str, labels: Collection[str]) -> pa.Table | None:
-    """The rows of ``labels`` in one statistics file: its label column, then only the row
-    groups holding one of them (their bloom filters are the bulk of the file).
+    """The rows of ``labels`` in one statistics file: only the row groups whose label
+    bounds (the footer's column statistics) admit one of them are decoded (their bloom
+    filters are the bulk of the file).
     """
     try:
         if store.is_local:
-            pf = pq.ParquetFile(store.path(key), memory_map=True)
+            # plain reads of the needed column chunks into Arrow's pool (a memory map
+            # or pre-buffering pulls neighbouring pages of other files' blooms)
+            pf = pq.ParquetFile(pa.OSFile(store.path(key)), pre_buffer=False)
         else:
             data = store.get_or_none(key)
             if data is None:
                 raise FileNotFoundError(key)
-            pf = pq.ParquetFile(pa.BufferReader(data))
-        names = pf.read(columns=["label"], use_threads=False).column("label")
-        hit = np.flatnonzero(
-            pc.is_in(names, value_set=pa.array(list(labels))).to_numpy(zero_copy_only=False)
-        )
+            pf = pq.ParquetFile(reader(data))  # Arrow-owned: safe at exit
         md = pf.metadata
-        starts = np.cumsum([0] + [md.row_group(i).num_rows for i in range(md.num_row_groups)])
-        groups = sorted({int(np.searchsorted(starts, h, side="right")) - 1 for h in hit})
-        table = (
-            pf.read_row_groups(groups, use_threads=False)
-            if groups
-            else pf.schema_arrow.empty_table()
-        )
+        at = pf.schema_arrow.get_field_index("label")
+        bounds: list[tuple[str, str] | None] = []
+        for i in range(md.num_row_groups):
+            st = md.row_group(i).column(at).statistics if at >= 0 else None
+            ok = st is not None and st.has_min_max
+            bounds.append((st.min, st.max) if ok else None)  # type: ignore[union-attr]
+        groups = groups_holding(bounds, labels)
+        wanted = pa.array(list(labels), pa.string())
+        parts = []
+        for g in groups:  # one group at a time: only its wanted rows stay
+            part = pf.read_row_group(g, use_threads=False)
+            parts.append(part.filter(pc.is_in(part["label"], value_set=wanted)))
+            del part
+        table = pa.concat_tables(parts) if parts else pf.schema_arrow.empty_table()
     except FileNotFoundError:
         return None
     except (pa.ArrowException, OSError, ValueError, KeyError) as e:
