@@ -14,7 +14,6 @@ import pandas as pd
 from kartoframe.api._args import StoreInput, ensure_store
 from kartoframe.api._docs import fill
 from kartoframe.execution.changes import iter_change_tables, load_changes, read_changes_table
-from kartoframe.execution.dask_changes import changes_to_ddf
 from kartoframe.format.convert import table_to_frame
 from kartoframe.plan.arguments import check_uuid
 from kartoframe.plan.changes import ChangePlan
@@ -186,5 +185,7 @@ def read_changes_as_ddf(
         ``(ddf, next_version)``: a ``dask.dataframe.DataFrame`` and the cursor of the
         next read.
     """
+    from kartoframe.execution.dask_changes import changes_to_ddf  # dask only when used
+
     st, plan = _plan(dataset_uuid, store, start_version, end_version, columns, predicates)
     return Changes(changes_to_ddf(plan, st), plan.next_version)

@@ -30,7 +30,8 @@ from kartoframe.format.check_log import log_findings
 from kartoframe.format.cube import SEPARATOR, dataset_ids_from_listing
 from kartoframe.format.header import DatasetHeader
 from kartoframe.format.index import index_from_bytes, index_from_embedded
-from kartoframe.format.statistics import live_statistics, statistics_from_bytes
+from kartoframe.format.statistics import statistics_from_bytes
+from kartoframe.format.statistics_rows import live_statistics
 from kartoframe.storage import log
 from kartoframe.storage.csv_files import is_csv_key, probe_csv_files
 from kartoframe.storage.probe import fetch_many, read_data_files, read_footers

@@ -27,7 +27,6 @@ a version they do not know (they read as if there were no statistics).
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import hashlib
 import io
@@ -43,12 +42,11 @@ from kartoframe.errors import CorruptMetadataError
 from kartoframe.format.arrow_memory import read_parquet_bytes
 from kartoframe.format.naming import check_key_inside, quote
 from kartoframe.format.schema import normalize_type
+from kartoframe.format.statistics_rows import live_statistics
 
 __all__ = [
     "MAX_STATISTICS_DELTAS",
-    "groups_holding",
     "checked_statistics",
-    "live_statistics",
     "BLOOM_BITS_PER_VALUE",
     "GROUPS",
     "STATISTICS_DIR",
@@ -497,38 +495,6 @@ def merge_statistics(
     if not parts:
         return empty_statistics(schema, partition_keys, blooms)
     return live_statistics(parts, partitions)  # later rows (new) win
-
-
-def live_statistics(tables: Sequence[pa.Table], partitions: Mapping[str, str]) -> pa.Table:
-    """The rows of a reference's files (base, then deltas) that readers use: for each
-    label the header lists, the last row with its data file key, in header order.
-    """
-    table = pa.concat_tables(tables, promote_options="permissive")
-    labels = table.column("label").to_pylist()
-    keys = table.column("key").to_pylist()
-    pick: dict[str, int] = {}
-    for i, (lb, k) in enumerate(zip(labels, keys, strict=True)):
-        if partitions.get(lb) == k:
-            pick[lb] = i
-    order = [pick[lb] for lb in partitions if lb in pick]
-    return table.take(pa.array(order, type=pa.int64()))
-
-
-def groups_holding(bounds: Sequence[tuple[str, str] | None], labels: Iterable[str]) -> list[int]:
-    """The row groups of a statistics file that may hold a row of ``labels``, from the
-    label column's ``(min, max)`` per row group (None: unknown, always read). Rows are
-    in header order, which for daily appends is label order: the bounds are tight.
-    """
-    wanted = sorted(labels)
-    out = []
-    for i, b in enumerate(bounds):
-        if b is None:
-            out.append(i)
-            continue
-        at = bisect.bisect_left(wanted, b[0])
-        if at < len(wanted) and wanted[at] <= b[1]:
-            out.append(i)
-    return out
 
 
 # --------------------------------------------------------------------------- codec

@@ -26,10 +26,10 @@ from kartoframe.format.schema import schema_from_bytes
 from kartoframe.format.statistics import (
     StatisticsRef,
     checked_statistics,
-    groups_holding,
     merge_statistics,
     statistics_from_bytes,
 )
+from kartoframe.format.statistics_rows import groups_holding
 from kartoframe.storage.log import State, current_state, historic_state
 from kartoframe.storage.null_types import fill_null_types
 from kartoframe.storage.store import Store
