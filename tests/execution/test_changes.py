@@ -394,3 +394,26 @@ def test_the_log_entry_names_the_change_files(url: str) -> None:
     assert set(entry.changes) == _change_files(store)
     assert len(entry.changes) == 2  # the rewritten file's updates, the inserts
     assert read_entry(store, UUID, 0).changes is None  # type: ignore[union-attr]
+
+
+def test_a_dask_merge_records_the_same_changes_as_an_eager_one(tmp_path, compute: Callable) -> None:
+    import dask.dataframe as dd
+
+    urls = [(tmp_path / name).as_uri() for name in ("eager", "dask")]
+    base = _frame([1, 1, 2, 2], [1, 2, 3, 4], [1.0, 2.0, 3.0, 4.0])
+    src = _frame([1, 2, 3], [2, 4, 9], [20.0, 40.0, 90.0])
+    for url in urls:
+        kf.store_dataframes_as_dataset(url, UUID, [base], partition_on=["p"])
+    kf.merge_dataset(src, urls[0], UUID, on=["k"])
+    job = kf.merge_dataset_from_ddf(dd.from_pandas(src, npartitions=2), urls[1], UUID, on="k")
+    assert compute(job).version == 1
+    eager, dask_feed = (
+        _sorted(kf.read_changes(UUID, u, start_version=1).rows, [*COLS, "_change_type"])
+        for u in urls
+    )
+    pd.testing.assert_frame_equal(eager, dask_feed)
+    assert sorted(dask_feed["_change_type"]) == [
+        "insert",
+        *["update_postimage"] * 2,
+        *["update_preimage"] * 2,
+    ]

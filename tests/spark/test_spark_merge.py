@@ -72,6 +72,21 @@ def test_spark_and_eager_merges_give_the_same_result(spark: Any, tmp_path: pathl
     assert len(merged) == len(expected) + 1
     assert merged.set_index("id").loc[81, "v"] == -81.0
     assert kf.dataset_history("ds", on_spark)[0].operation == "MERGE"
+    # the Spark merge's tasks wrote the same change feed as the eager merge
+    feed_cols = ["country", "id", "v", "_change_type"]
+
+    def feed(url: str) -> pd.DataFrame:
+        version = kf.dataset_history("ds", url)[0].version
+        rows = kf.read_changes("ds", url, start_version=version).rows[feed_cols]
+        return rows.sort_values(feed_cols).reset_index(drop=True)
+
+    spark_feed = feed(on_spark)
+    pd.testing.assert_frame_equal(spark_feed, feed(eager))
+    assert sorted(spark_feed["_change_type"]) == [
+        "insert",
+        *["update_postimage"] * 2,
+        *["update_preimage"] * 2,
+    ]
 
 
 def test_a_replace_racing_a_spark_merge_one_wins(spark: Any, tmp_path: pathlib.Path) -> None:
