@@ -35,6 +35,16 @@ DatasetNotFoundError
 == grace_hours
 grace_hours
     Minimum age of a deleted file (default 1 hour). Shorter windows need ``force``.
+== changes_range
+start_version
+    The first version whose changes to return (a previous read's ``next_version``
+    to tail the dataset; one past the current version returns no rows).
+end_version
+    The last version (default: the current one).
+columns
+    Dataset columns to return (default: all); the feed's columns always follow.
+predicates
+    Filter rows (DNF, as in :func:`kartoframe.read_table`).
 == params_dataset
 Parameters
 ----------

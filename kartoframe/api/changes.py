@@ -11,7 +11,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 import pandas as pd
 
-from kartoframe.api._args import StoreInput, ensure_store
+from kartoframe.api._args import StoreInput, ensure_store, same_parameters
 from kartoframe.api._docs import fill
 from kartoframe.execution.changes import iter_change_tables, load_changes, read_changes_table
 from kartoframe.format.convert import table_to_frame
@@ -48,14 +48,16 @@ def _frame(plan: ChangePlan, table: Any) -> pd.DataFrame:
     return table_to_frame(table, plan.schema)
 
 
-def _plan(
+def plan_feed(
     dataset_uuid: str,
     store: StoreInput,
+    *,
     start_version: int,
-    end_version: int | None,
-    columns: Sequence[str] | None,
-    predicates: object,
+    end_version: int | None = None,
+    columns: Sequence[str] | None = None,
+    predicates: object = None,
 ) -> tuple[Store, ChangePlan]:
+    """The store and the planned feed of a read (every variant's first step)."""
     st = ensure_store(store)
     plan = load_changes(
         st,
@@ -69,15 +71,8 @@ def _plan(
 
 
 @fill
-def read_changes(
-    dataset_uuid: str,
-    store: StoreInput,
-    *,
-    start_version: int,
-    end_version: int | None = None,
-    columns: Sequence[str] | None = None,
-    predicates: object = None,
-) -> Changes[pd.DataFrame]:
+@same_parameters(plan_feed)
+def read_changes(*args: Any, **kwargs: Any) -> Changes[pd.DataFrame]:
     """The rows that the commits ``start_version`` to ``end_version`` inserted, deleted
     and updated (Delta Lake's change data feed).
 
@@ -89,15 +84,7 @@ def read_changes(
     commits change no row. Only the files of the requested commits are read.
 
     $params_dataset
-    start_version
-        The first version whose changes to return (a previous read's ``next_version``
-        to tail the dataset; one past the current version returns no rows).
-    end_version
-        The last version (default: the current one).
-    columns
-        Dataset columns to return (default: all); the feed's columns always follow.
-    predicates
-        Filter rows (DNF, as in :func:`kartoframe.read_table`).
+    $changes_range
 
     Returns
     -------
@@ -126,28 +113,20 @@ def read_changes(
     >>> cursor, len(kf.read_changes("ds", url, start_version=cursor).rows)
     (2, 0)
     """
-    st, plan = _plan(dataset_uuid, store, start_version, end_version, columns, predicates)
+    st, plan = plan_feed(*args, **kwargs)
     return Changes(_frame(plan, read_changes_table(st, plan)), plan.next_version)
 
 
 @fill
-def read_changes__iterator(
-    dataset_uuid: str,
-    store: StoreInput,
-    *,
-    start_version: int,
-    end_version: int | None = None,
-    columns: Sequence[str] | None = None,
-    predicates: object = None,
-) -> Changes[Iterator[pd.DataFrame]]:
+@same_parameters(plan_feed)
+def read_changes__iterator(*args: Any, **kwargs: Any) -> Changes[Iterator[pd.DataFrame]]:
     """:func:`read_changes` as an iterator of DataFrames, one per commit and kind of file
     (memory holds one at a time), in commit order.
 
     The versions are fixed when this is called; the iterator reads lazily.
 
     $params_dataset
-    start_version, end_version, columns, predicates
-        As in :func:`read_changes`.
+    $changes_range
 
     Returns
     -------
@@ -155,29 +134,21 @@ def read_changes__iterator(
         ``(frames, next_version)``: an iterator of pandas DataFrames and the cursor of
         the next read.
     """
-    st, plan = _plan(dataset_uuid, store, start_version, end_version, columns, predicates)
+    st, plan = plan_feed(*args, **kwargs)
     frames = (_frame(plan, t) for t in iter_change_tables(st, plan))
     return Changes(frames, plan.next_version)
 
 
 @fill
-def read_changes_as_ddf(
-    dataset_uuid: str,
-    store: StoreInput,
-    *,
-    start_version: int,
-    end_version: int | None = None,
-    columns: Sequence[str] | None = None,
-    predicates: object = None,
-) -> Changes[Any]:
+@same_parameters(plan_feed)
+def read_changes_as_ddf(*args: Any, **kwargs: Any) -> Changes[Any]:
     """:func:`read_changes` as a lazy dask DataFrame: one partition per commit and kind
     of file (a worker holds one at a time), in commit order.
 
     The versions are fixed when this is called.
 
     $params_dataset
-    start_version, end_version, columns, predicates
-        As in :func:`read_changes`.
+    $changes_range
 
     Returns
     -------
@@ -187,5 +158,5 @@ def read_changes_as_ddf(
     """
     from kartoframe.execution.dask_changes import changes_to_ddf  # dask only when used
 
-    st, plan = _plan(dataset_uuid, store, start_version, end_version, columns, predicates)
+    st, plan = plan_feed(*args, **kwargs)
     return Changes(changes_to_ddf(plan, st), plan.next_version)

@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 
 from kartoframe.api._args import StoreInput, ensure_store
+from kartoframe.api._docs import fill
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.changes import load_changes, read_changes_table
 from kartoframe.format import changes
@@ -52,6 +53,7 @@ def _per_dataset(value: object, name: str, ids: Iterable[str]) -> dict[str, obje
     return {i: value.get(i, 0 if name == "start_version" else None) for i in ids}
 
 
+@fill
 def read_cube_changes(
     cube: Cube,
     store: StoreInput,
@@ -73,8 +75,7 @@ def read_cube_changes(
     ----------
     cube
         The cube.
-    store
-        Store URL, :class:`kartoframe.Store` or factory.
+    $store
     start_version
         Per dataset the first version to read: one integer for every dataset, or a
         mapping of dataset id to version (a previous read's ``next_version``; datasets it

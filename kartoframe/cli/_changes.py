@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -13,10 +12,10 @@ from kartoframe.cli._common import (
     emit_json,
     get_ctx,
     json_option,
-    json_value,
     plural,
     working,
 )
+from kartoframe.cli._query import _cell
 from kartoframe.cli._tables import table
 from kartoframe.cli._targets import expand_columns, resolve, split_list
 
@@ -24,15 +23,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 __all__ = ["changes_command", "changes_summary"]
-
-
-def _cell(value: Any) -> str:
-    v = json_value(value)
-    if v is None:
-        return "<NA>"
-    if isinstance(v, list | dict):
-        return json.dumps(v, ensure_ascii=False)
-    return str(v)
 
 
 def changes_summary(start: int, next_version: int, n_rows: int) -> str:

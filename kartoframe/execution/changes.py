@@ -18,10 +18,10 @@ from kartoframe.errors import (
     ColumnNotFoundError,
     DatasetNotFoundError,
     InvalidInputError,
-    InvalidTypeError,
 )
 from kartoframe.execution.kernel import read_file_parts, read_whole_files
 from kartoframe.format import changes
+from kartoframe.plan.arguments import check_int
 from kartoframe.plan.changes import ChangePlan, ChangeTask, plan_changes
 from kartoframe.plan.predicates import to_expression
 from kartoframe.plan.query import bound
@@ -30,14 +30,6 @@ from kartoframe.storage.resolve import load_dataset
 from kartoframe.storage.store import Store
 
 __all__ = ["iter_change_tables", "load_changes", "read_change_task", "read_changes_table"]
-
-
-def _version(value: object, name: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidTypeError(f"{name} must be an integer, got {type(value).__name__}.")
-    if value < 0:
-        raise InvalidInputError(f"{name} must be a non-negative version, got {value}.")
-    return value
 
 
 def _unavailable(uuid: str, version: int, oldest: int | None) -> ChangesUnavailableError:
@@ -83,7 +75,7 @@ def load_changes(
     ChangesUnavailableError
         Vacuum removed what the changes of ``start_version`` need.
     """
-    start = _version(start_version, "start_version")
+    start = check_int(start_version, "start_version", 0)
     current = current_state(store, dataset_uuid)
     if current is None or current.header is None:
         raise DatasetNotFoundError(dataset_uuid, store.display_url)
@@ -93,7 +85,7 @@ def load_changes(
             "plateau/kartothek): there are no recorded changes to read."
         )
     latest = current.version
-    end = latest if end_version is None else _version(end_version, "end_version")
+    end = latest if end_version is None else check_int(end_version, "end_version", 0)
     if end > latest:
         raise InvalidInputError(
             f"end_version {end} is beyond the current version {latest} of {dataset_uuid!r}."

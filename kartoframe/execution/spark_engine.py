@@ -179,23 +179,9 @@ def _probe(_: Iterable[Any]) -> Iterator[tuple[str, int, str, str | None, str | 
 
 
 def check_executors(spark: SparkSession) -> list[tuple[str, int, str]]:
-    """Run one tiny job on the executors that imports kartoframe and pyarrow there.
-
-    One task per default-parallelism slot, so every executor of a small cluster is
-    usually reached. Success is remembered per SparkContext and worker interpreter
+    """:func:`kartoframe.spark.check_executors` (returns and raises as documented
+    there); success is remembered per SparkContext and worker interpreter
     (:func:`check_python_workers` then skips the job).
-
-    Returns
-    -------
-    list of (host, pid, interpreter)
-        The Python workers that answered.
-
-    Raises
-    ------
-    SparkPythonWorkerError
-        A Python worker could not be started, or cannot import kartoframe or pyarrow, or
-        imports another kartoframe version than the driver's (the message names the
-        interpreter, its error and the fix).
     """
     sc = spark.sparkContext
     python = str(sc.pythonExec)
@@ -268,7 +254,6 @@ def local_session(
 ) -> SparkSession:
     """Build (or get) a local SparkSession whose Python workers run this interpreter."""
     require_pyspark()
-    from pyspark.sql import SparkSession
 
     if not isinstance(cores, int) or isinstance(cores, bool) or cores < 1:
         raise InvalidInputError(f"cores must be a positive integer, got {cores!r}.")
@@ -279,6 +264,27 @@ def local_session(
     options["spark.sql.shuffle.partitions"] = str(cores)
     options["spark.default.parallelism"] = str(cores)
     options["spark.driver.memory"] = driver_memory
+    session = build_session(f"local[{cores}]", app_name, options, quiet, java_options, conf)
+    check_python_workers(session)
+    return session
+
+
+def build_session(
+    master: str,
+    app_name: str,
+    options: Mapping[str, str],
+    quiet: bool,
+    java_options: str | None,
+    conf: Mapping[str, object] | None,
+) -> SparkSession:
+    """``getOrCreate`` a session of ``master`` with ``options``, the user's ``conf`` over
+    them, the driver's JVM options (``quiet``: kartoframe's log4j2 file, and only errors
+    logged).
+    """
+    require_pyspark()
+    from pyspark.sql import SparkSession as Session
+
+    settings = dict(options)
     java = []
     if quiet:
         log4j = os.path.join(os.path.dirname(errors.__file__), "spark-log4j2.properties")
@@ -286,15 +292,14 @@ def local_session(
     if java_options:
         java.append(java_options)
     if java:
-        options["spark.driver.extraJavaOptions"] = " ".join(java)
-    options.update({str(k): str(v) for k, v in conf.items()})
-    builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
-    for key, value in options.items():
+        settings["spark.driver.extraJavaOptions"] = " ".join(java)
+    settings.update({str(k): str(v) for k, v in (conf or {}).items()})
+    builder = Session.builder.master(master).appName(app_name)
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     if quiet:
         session.sparkContext.setLogLevel("ERROR")
-    check_python_workers(session)
     return session
 
 

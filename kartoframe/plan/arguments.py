@@ -29,6 +29,23 @@ __all__ = [
 ]
 
 
+def check_int(value: object, name: str, minimum: int) -> int:
+    """Validate an integer argument of at least ``minimum``.
+
+    Raises
+    ------
+    InvalidTypeError
+        Not an int (``bool`` is refused).
+    InvalidInputError
+        Below ``minimum``.
+    """
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}.")
+    if value < minimum:
+        raise InvalidInputError(f"{name} must be >= {minimum}, got {value}.")
+    return value
+
+
 def check_uuid(dataset_uuid: object) -> str:
     """Validate a dataset uuid argument."""
     if dataset_uuid is None:

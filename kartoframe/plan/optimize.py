@@ -43,6 +43,7 @@ from kartoframe.format.clustering import (
     order_record,
 )
 from kartoframe.format.naming import label_directory
+from kartoframe.plan.arguments import check_int
 from kartoframe.plan.file_part import FilePart
 from kartoframe.plan.predicates import Predicate
 
@@ -82,11 +83,7 @@ class OptimizeOptions:
 
 
 def _positive_int(value: object, name: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InvalidTypeError(f"{name} must be an int, got {type(value).__name__}.")
-    if value < 1:
-        raise InvalidInputError(f"{name} must be >= 1, got {value}.")
-    return value
+    return check_int(value, name, 1)
 
 
 def optimize_options(

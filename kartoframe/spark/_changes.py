@@ -7,11 +7,9 @@ from typing import Any
 
 from kartoframe.api._args import StoreInput, ensure_store
 from kartoframe.api._cube_args import fill
-from kartoframe.api.changes import Changes
+from kartoframe.api.changes import Changes, plan_feed
 from kartoframe.execution import spark_engine
-from kartoframe.execution.changes import load_changes
 from kartoframe.execution.spark_changes import changes_to_sdf
-from kartoframe.plan.arguments import check_uuid
 
 __all__ = ["read_changes_as_sdf"]
 
@@ -42,15 +40,7 @@ def read_changes_as_sdf(
     :func:`kartoframe.read_changes`.
 
     $spark_dataset
-    start_version
-        The first version whose changes to return (a previous read's ``next_version``
-        to tail the dataset; one past the current version returns no rows).
-    end_version
-        The last version (default: the current one).
-    columns
-        Dataset columns to return (default: all); the feed's columns always follow.
-    predicates
-        Filter rows (DNF, as in :func:`kartoframe.read_table`).
+    $changes_range
 
     Returns
     -------
@@ -79,11 +69,10 @@ def read_changes_as_sdf(
     >>> sdf.groupBy("_change_type").count().show()  # doctest: +SKIP
     """
     spark_engine.require_pyspark()
-    st = ensure_store(store)
-    spark_engine.check_store(st)
-    plan = load_changes(
-        st,
-        check_uuid(dataset_uuid),
+    spark_engine.check_store(ensure_store(store))  # before reading anything
+    st, plan = plan_feed(
+        dataset_uuid,
+        store,
         start_version=start_version,
         end_version=end_version,
         columns=columns,

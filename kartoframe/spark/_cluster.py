@@ -9,7 +9,6 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from kartoframe import errors
 from kartoframe.execution import spark_engine
 
 #: ``pyspark.sql.SparkSession`` (pyspark is imported by the engine only).
@@ -94,27 +93,13 @@ def cluster_session(
     >>> spark.conf.get("spark.sql.session.timeZone")  # doctest: +SKIP
     'UTC'
     """
-    pyspark = spark_engine.require_pyspark()
+    spark_engine.require_pyspark()
     executor_python = python or os.environ.get("PYSPARK_PYTHON") or sys.executable
     # read by SparkContext.__init__ (sc.pythonExec); spark.pyspark.python alone is not used
     os.environ["PYSPARK_PYTHON"] = executor_python
     options = dict(CLUSTER_SESSION_CONF)
     options["spark.pyspark.python"] = executor_python
-    java = []
-    if quiet:
-        log4j = os.path.join(os.path.dirname(errors.__file__), "spark-log4j2.properties")
-        java.append(f"-Dlog4j2.configurationFile=file:{log4j}")
-    if java_options:
-        java.append(java_options)
-    if java:
-        options["spark.driver.extraJavaOptions"] = " ".join(java)
-    options.update({str(k): str(v) for k, v in (conf or {}).items()})
-    builder = pyspark.sql.SparkSession.builder.master(master).appName(app_name)
-    for key, value in options.items():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    if quiet:
-        session.sparkContext.setLogLevel("ERROR")
+    session = spark_engine.build_session(master, app_name, options, quiet, java_options, conf)
     if check:
         check_executors(session)
     return session
