@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -310,10 +310,25 @@ def bloom_columns_of(loaded: LoadedDataset | None) -> tuple[str, ...]:
     return ref.bloom_filter_columns if ref is not None else ()
 
 
-def _rows_of(store: Store, key: str, labels: Collection[str]) -> pa.Table | None:
-    """The rows of ``labels`` in one statistics file: only the row groups whose label
-    bounds (the footer's column statistics) admit one of them are decoded (their bloom
-    filters are the bulk of the file).
+def _missing_statistics(key: str, dataset_uuid: str) -> CorruptMetadataError:
+    return CorruptMetadataError(
+        f"Statistics file {key!r} of dataset {dataset_uuid!r} is missing; rebuild it with "
+        "build_dataset_statistics."
+    )
+
+
+def _whole_file(store: Store, key: str, dataset_uuid: str) -> pa.Table | None:
+    """Every row of one statistics file (None: a newer layout)."""
+    data = store.get_or_none(key)
+    if data is None:
+        raise _missing_statistics(key, dataset_uuid)
+    return statistics_from_bytes(data, origin=repr(key))
+
+
+def _rows_of(store: Store, key: str, dataset_uuid: str, labels: Collection[str]) -> pa.Table | None:
+    """The rows of ``labels`` in one statistics file (None: a newer layout): only the row
+    groups whose label bounds (the footer's column statistics) admit one of them are
+    decoded (their bloom filters are the bulk of the file).
     """
     try:
         if store.is_local:
@@ -340,12 +355,38 @@ def _rows_of(store: Store, key: str, labels: Collection[str]) -> pa.Table | None
             parts.append(part.filter(pc.is_in(part["label"], value_set=wanted)))
             del part
         table = pa.concat_tables(parts) if parts else pf.schema_arrow.empty_table()
-    except FileNotFoundError:
-        return None
+    except FileNotFoundError as e:
+        raise _missing_statistics(key, dataset_uuid) from e
     except (pa.ArrowException, OSError, ValueError, KeyError) as e:
         raise CorruptMetadataError(f"Cannot read statistics file {key!r}: {e}") from e
     table = table.replace_schema_metadata(pf.schema_arrow.metadata)
     return checked_statistics(table, origin=repr(key))
+
+
+def _statistics_of(
+    loaded: LoadedDataset,
+    read: Callable[[str], pa.Table | None],
+    partitions: Mapping[str, str],
+) -> pa.Table | None:
+    """The statistics readers use for ``partitions`` (labels of ``loaded``): ``read`` of
+    every file of the reference (base, then deltas), merged; None if there is no
+    reference or a file has a newer layout.
+    """
+    ref = statistics_ref(loaded.metadata)
+    if ref is None or ref.key is None:
+        return None
+    tables = []
+    for key in ref.keys:
+        part = read(key)
+        if part is None:  # a newer layout: no statistics
+            return None
+        tables.append(part)
+    md = loaded.metadata
+    if len(tables) == 1 and partitions is md.partitions:
+        return tables[0]  # a single file describes only files of its header
+    return merge_statistics(
+        None, tables, partitions, loaded.schema, md.partition_keys, ref.bloom_filter_columns
+    )
 
 
 def statistics_rows(
@@ -361,25 +402,11 @@ def statistics_rows(
     """
     if loaded.statistics is not None:
         return loaded.statistics
-    ref = statistics_ref(loaded.metadata)
-    if ref is None or ref.key is None or not labels:
+    if not labels:
         return None
-    tables = []
-    for key in ref.keys:
-        part = _rows_of(store, key, labels)
-        if part is None and not store.exists(key):
-            raise CorruptMetadataError(
-                f"Statistics file {key!r} of dataset {loaded.uuid!r} is missing; rebuild "
-                "it with build_dataset_statistics."
-            )
-        if part is None:  # a newer layout: no statistics
-            return None
-        tables.append(part)
     md = loaded.metadata
     wanted = {lb: md.partitions[lb] for lb in labels if lb in md.partitions}
-    return merge_statistics(
-        None, tables, wanted, loaded.schema, md.partition_keys, ref.bloom_filter_columns
-    )
+    return _statistics_of(loaded, lambda key: _rows_of(store, key, md.uuid, labels), wanted)
 
 
 def load_statistics(store: Store, loaded: LoadedDataset) -> LoadedDataset:
@@ -397,28 +424,6 @@ def load_statistics(store: Store, loaded: LoadedDataset) -> LoadedDataset:
     """
     if loaded.statistics is not None:
         return loaded
-    ref = statistics_ref(loaded.metadata)
-    if ref is None or ref.key is None:
-        return loaded
-    tables = []
-    for key in ref.keys:
-        data = store.get_or_none(key)
-        if data is None:
-            raise CorruptMetadataError(
-                f"Statistics file {key!r} of dataset {loaded.uuid!r} is missing; rebuild "
-                "it with build_dataset_statistics."
-            )
-        part = statistics_from_bytes(data, origin=repr(key))
-        if part is None:  # a newer layout: no statistics
-            return loaded
-        tables.append(part)
     md = loaded.metadata
-    table = (
-        tables[0]
-        if len(tables) == 1
-        else merge_statistics(
-            None, tables, md.partitions, loaded.schema, md.partition_keys,
-            ref.bloom_filter_columns,
-        )
-    )  # fmt: skip
-    return dataclasses.replace(loaded, statistics=table)
+    table = _statistics_of(loaded, lambda key: _whole_file(store, key, md.uuid), md.partitions)
+    return loaded if table is None else dataclasses.replace(loaded, statistics=table)
