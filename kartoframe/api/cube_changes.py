@@ -39,7 +39,12 @@ class CubeChanges(NamedTuple):
     next_version: dict[str, int]
 
 
-def _per_dataset(value: object, name: str, ids: Iterable[str]) -> dict[str, object]:
+def _per_dataset(
+    value: object, name: str, ids: Iterable[str], unnamed: int | None
+) -> dict[str, object]:
+    """``value`` per dataset id: an integer (or None) for all, or a mapping (datasets it
+    does not name get ``unnamed``).
+    """
     if value is None or isinstance(value, int):
         return dict.fromkeys(ids, value)
     if not isinstance(value, Mapping):
@@ -50,7 +55,7 @@ def _per_dataset(value: object, name: str, ids: Iterable[str]) -> dict[str, obje
     unknown = sorted(set(value) - set(ids))
     if unknown:
         raise InvalidInputError(f"{name} names datasets the cube does not have: {unknown}.")
-    return {i: value.get(i, 0 if name == "start_version" else None) for i in ids}
+    return {i: value.get(i, unnamed) for i in ids}
 
 
 @fill
@@ -107,8 +112,8 @@ def read_cube_changes(
         if unknown:
             raise InvalidInputError(f"The cube has no datasets {unknown}.")
         ids = [i for i in ids if i in wanted]
-    starts = _per_dataset(start_version, "start_version", ids)
-    ends = _per_dataset(end_version, "end_version", ids)
+    starts = _per_dataset(start_version, "start_version", ids, 0)
+    ends = _per_dataset(end_version, "end_version", ids, None)
     cell = [*cube.dimension_columns, *cube.partition_columns]
     frames: list[pd.DataFrame] = []
     cursor: dict[str, int] = {}

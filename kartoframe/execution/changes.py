@@ -15,7 +15,6 @@ import pyarrow as pa
 
 from kartoframe.errors import (
     ChangesUnavailableError,
-    ColumnNotFoundError,
     DatasetNotFoundError,
     InvalidInputError,
 )
@@ -25,8 +24,9 @@ from kartoframe.plan.arguments import check_int
 from kartoframe.plan.changes import ChangePlan, ChangeTask, plan_changes
 from kartoframe.plan.predicates import to_expression
 from kartoframe.plan.query import bound
-from kartoframe.storage.log import current_state, list_log, read_entry, state_at
-from kartoframe.storage.resolve import load_dataset
+from kartoframe.plan.scan import check_columns
+from kartoframe.storage.log import current_state, list_log, read_entries, read_entry, state_at
+from kartoframe.storage.resolve import load_dataset, loaded_from_state
 from kartoframe.storage.store import Store
 
 __all__ = ["iter_change_tables", "load_changes", "read_change_task", "read_changes_table"]
@@ -94,22 +94,25 @@ def load_changes(
         raise InvalidInputError(
             f"start_version {start} is after end_version {end} (+1) of {dataset_uuid!r}."
         )
-    loaded = load_dataset(store, dataset_uuid, version=end) if end < latest else None
-    header = loaded.metadata if loaded is not None else current.header
-    schema = loaded.schema if loaded is not None else load_dataset(store, dataset_uuid).schema
+    loaded = (
+        load_dataset(store, dataset_uuid, version=end)
+        if end < latest
+        else loaded_from_state(store, current)  # the header just read, not a second read
+    )
+    schema = loaded.schema
     cols = list(columns) if columns is not None else None
     if cols is not None:
-        missing = [c for c in cols if c not in schema.names]
-        if missing:
-            raise ColumnNotFoundError(f"Columns not in dataset {dataset_uuid!r}: {missing}.")
+        check_columns(cols, schema, "Columns")
     predicate = bound(predicates, schema)
     previous: dict[str, str] = {}
     entries = []
     if start <= end:
         if start > 0:
             previous = _partitions_before(store, dataset_uuid, start)
+        # the range and the entry after it (a revert of the last version, if any)
+        found = read_entries(store, dataset_uuid, range(start, end + 2))
         for v in range(start, end + 2):
-            entry = read_entry(store, dataset_uuid, v)
+            entry = found[v]
             if entry is None:
                 if v <= end:
                     raise _unavailable(dataset_uuid, start, _oldest_readable(store, dataset_uuid))
@@ -122,7 +125,7 @@ def load_changes(
         start_version=start,
         end_version=end,
         schema=schema,
-        partition_keys=header.partition_keys,
+        partition_keys=loaded.metadata.partition_keys,
         columns=cols,
         predicate=predicate,
     )

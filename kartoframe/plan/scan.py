@@ -30,6 +30,7 @@ __all__ = [
     "ReadTask",
     "ScanPlan",
     "all_indices",
+    "check_columns",
     "index_lookups",
     "needs_statistics",
     "plan_bound",
@@ -91,7 +92,8 @@ class ScanPlan:
         return expr
 
 
-def _check_columns(names: Sequence[str], schema: pa.Schema, what: str) -> None:
+def check_columns(names: Sequence[str], schema: pa.Schema, what: str) -> None:
+    """Raise :class:`ColumnNotFoundError` naming ``names`` the schema lacks."""
     missing = [c for c in names if c not in schema.names]
     if missing:
         raise ColumnNotFoundError(
@@ -175,10 +177,10 @@ def plan_bound(
     if columns is not None:
         if isinstance(columns, str):
             raise InvalidInputError("columns must be a list of column names, not a string.")
-        _check_columns(list(columns), schema, "Columns")
+        check_columns(list(columns), schema, "Columns")
     out_cols = tuple(columns) if columns is not None else tuple(schema.names)
     cats = query.categoricals
-    _check_columns(cats, schema, "Categorical columns")
+    check_columns(cats, schema, "Categorical columns")
     indices = all_indices(loaded)
     kept, stats = select_files(loaded, query, indices, labels)
     pk = md.partition_keys
