@@ -232,30 +232,26 @@ def s3_store(s3_server) -> kf.Store:
     )
 
 
-def load_faultfs() -> ModuleType:
-    """Import ``tests/storage/faultfs.py`` once, under a name no other module uses."""
-    name = "kf_test_faultfs"
+def _load_once(name: str, relative: str) -> ModuleType:
+    """Import the test helper file ``relative`` (to this folder) once, as ``name``."""
     if name not in sys.modules:
-        path = Path(__file__).parent / "storage" / "faultfs.py"
+        path = Path(__file__).parent / relative
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
         spec.loader.exec_module(module)
     return sys.modules[name]
+
+
+def load_faultfs() -> ModuleType:
+    """Import ``tests/storage/faultfs.py`` once, under a name no other module uses."""
+    return _load_once("kf_test_faultfs", "storage/faultfs.py")
 
 
 def load_standalone() -> ModuleType:
     """Import ``tests/cluster/standalone.py`` (the test Spark cluster) once, by one name."""
-    name = "kf_test_standalone"
-    if name not in sys.modules:
-        path = Path(__file__).parent / "cluster" / "standalone.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    return _load_once("kf_test_standalone", "cluster/standalone.py")
 
 
 @pytest.fixture
