@@ -310,21 +310,21 @@ class Store(RetryingStore):
         also for empty objects). GCS/Azure: fsspec's exclusive-create mode.
         ``memory://``: a process lock.
 
-        If an attempt fails transiently and the retry finds the key holding exactly
-        ``data``, the earlier attempt is taken to have succeeded (its answer was lost)
-        and True is returned.
+        A key that exists already and holds exactly ``data`` counts as created by this
+        call: an attempt whose answer was lost (a timeout after the store wrote it) was
+        retried, by this store's retry policy or inside the client library (s3fs and
+        botocore retry a timed-out PUT themselves, and the retry answers 412, which
+        arrives as ``FileExistsError`` on what is our first attempt). Payloads that
+        must not be confused with another writer's (log entries) are unique.
         """
         path = self.path(key)
         if self.is_local:
             created = self._call("put_if_absent", key, lambda: local_publish(path, data, False))
             if not created and os.path.isdir(path):
                 raise directory_at(key, self.display_url)
-            return created
-        attempts = 0
+            return created or self._holds(path, data)  # the same answer on every store
 
         def _create() -> bool:
-            nonlocal attempts
-            attempts += 1
             try:
                 if self._protocol == "memory":
                     with _memory_lock:
@@ -340,7 +340,7 @@ class Store(RetryingStore):
                     with self.fs.open(path, "xb") as f:
                         f.write(data)
             except FileExistsError:
-                return attempts > 1 and self._holds(path, data)
+                return self._holds(path, data)
             return True
 
         return self._call("put_if_absent", key, _create)

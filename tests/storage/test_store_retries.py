@@ -108,6 +108,42 @@ def test_put_if_absent_survives_a_lost_answer(flaky: tuple[kf.Store, Any]) -> No
     assert store.get("idx/k") == b"mine"
 
 
+def _exists_after_writing(path: str) -> BaseException:
+    """What a client library raises when its own retry of a conditional PUT whose 200
+    was lost (a read timeout) finds the object: 412, as ``FileExistsError``."""
+    return FileExistsError(errno.EEXIST, "injected: precondition failed on the retry", path)
+
+
+def test_put_if_absent_survives_a_lost_answer_retried_inside_the_client(
+    flaky: tuple[kf.Store, Any],
+) -> None:
+    """s3fs and botocore retry a PUT after a timeout themselves: the create succeeded,
+    the client's retry got 412, and our first attempt sees ``FileExistsError``. The key
+    holds our bytes: we created it."""
+    store, ffs = flaky
+    ffs.inject("pipe_file", after=True, times=1, exc=_exists_after_writing)
+    assert store.put_if_absent("idx/k", b"mine") is True
+    assert store.get("idx/k") == b"mine"
+    ffs.inject("pipe_file", times=1, exc=_exists_after_writing)
+    assert store.put_if_absent("idx/k", b"other") is False
+
+
+def test_a_commit_whose_entry_answer_was_lost_inside_the_client_lands_once(
+    flaky: tuple[kf.Store, Any],
+) -> None:
+    """A commit that took its version but was told the entry existed must not rebase
+    onto itself and commit its rows a second time."""
+    store, ffs = flaky
+    kf.store_dataframes_as_dataset(store, "ds", [_frame(0)], partition_on=["p"])
+    fault = ffs.inject(
+        "pipe_file", after=True, times=1, exc=_exists_after_writing, match="/_kartoframe/log/"
+    )
+    kf.update_dataset_from_dataframes([_frame(100)], store=store, dataset_uuid="ds")
+    assert fault.fired == 1
+    assert sorted(kf.read_table("ds", store)["v"]) == [*range(6), *range(100, 106)]
+    assert [h.version for h in kf.dataset_history("ds", store)] == [1, 0]
+
+
 def test_exhausted_retries_raise_storage_error(flaky: tuple[kf.Store, Any]) -> None:
     store, ffs = flaky
     store.put("k", b"1")
