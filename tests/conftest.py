@@ -187,20 +187,57 @@ def compute(request) -> Callable[[Any], Any]:
     return lambda job: client.compute(job).result()
 
 
+class AtomicWrites:
+    """A WSGI wrapper that runs the requests that change objects one at a time.
+
+    S3 checks a conditional write (``If-None-Match: *``, ``If-Match``) and stores the
+    object as one atomic step. moto (5.2.5, ``S3Response.put_object``) looks the key up,
+    then stores it, on the server's request threads without a lock: two racing
+    ``If-None-Match: *`` PUTs can both pass the check and both get 200. One run of the
+    suite in about twenty saw ``test_put_if_absent_thread_race`` report two winners.
+    Serialising PUT, POST and DELETE makes moto's check-and-store atomic, as S3's is;
+    reads still run concurrently.
+    """
+
+    def __init__(self, app: Callable[..., Any]) -> None:
+        self.app = app
+        self.lock = threading.Lock()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        if environ.get("REQUEST_METHOD") in ("PUT", "POST", "DELETE"):
+            with self.lock:
+                return list(self.app(environ, start_response))
+        return self.app(environ, start_response)
+
+
+def s3_app() -> Callable[..., Any]:
+    """moto's S3 application, with atomic writes (:class:`AtomicWrites`)."""
+    from moto.moto_server.werkzeug_app import create_backend_app
+
+    return AtomicWrites(create_backend_app("s3"))
+
+
+@pytest.fixture(scope="session")
+def make_s3_app() -> Callable[[], Callable[..., Any]]:
+    """:func:`s3_app` for test modules that serve it behind their own wrappers."""
+    return s3_app
+
+
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[str]:
     """An S3-compatible server (moto's S3 service) on 127.0.0.1; yields its endpoint URL.
 
     moto's S3 application, served as ``ThreadedMotoServer`` serves it but without the
     dispatcher in front that looks up, for every request, which of moto's services it is
-    for (listing moto's package folder each time: a fifth of the server's time).
+    for (listing moto's package folder each time: a fifth of the server's time), and
+    with atomic conditional writes (:class:`AtomicWrites`).
     """
-    from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = make_server(
-        "127.0.0.1", 0, create_backend_app("s3"), threaded=True, request_handler=MotoRequestHandler
+        "127.0.0.1", 0, s3_app(), threaded=True, request_handler=MotoRequestHandler
     )
     thread = threading.Thread(target=server.serve_forever, name="s3-server", daemon=True)
     thread.start()

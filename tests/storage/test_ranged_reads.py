@@ -91,13 +91,13 @@ class Counting:
 
 
 @pytest.fixture(scope="module")
-def counted_s3() -> Iterator[tuple[str, Counting]]:
+def counted_s3(make_s3_app) -> Iterator[tuple[str, Counting]]:
     """moto's S3 application on 127.0.0.1 behind a request/byte counter."""
-    from moto.moto_server.werkzeug_app import MotoRequestHandler, create_backend_app
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
     from werkzeug.serving import make_server
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    app = Counting(create_backend_app("s3"))
+    app = Counting(make_s3_app())
     server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=MotoRequestHandler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
