@@ -168,7 +168,8 @@ def _write(store: Store, plan: MergePlan, table: pa.Table, file_prefix: str = ""
 def _write_changes(store: Store, plan: MergePlan, rows: pa.Table, file_prefix: str = "") -> str:
     """Write rows of the change feed as a new change file of the dataset; return its key."""
     key = changes.change_file_key(plan.uuid, new_file_uuid(file_prefix))
-    write_table(store, key, rows)
+    write_table(store, key, rows, row_group_size=changes.ROW_GROUP_ROWS)
+    release_unused_memory()  # the writer's pages
     return key
 
 
@@ -181,6 +182,7 @@ def merge_one(
     this file.
     """
     table = read_file_parts(store, [part], plan.base.schema, plan.partition_keys)
+    release_unused_memory()  # the read's buffers (pages, decompression)
     scope = _in_scope(table, plan.predicate)
     # only the source rows of the file's partition can match: a small join
     rows = plan.groups.get(partition_group(part, plan.options, plan.partition_keys))
@@ -188,7 +190,8 @@ def merge_one(
         rows = np.zeros(0, dtype=np.int64)
     source = plan.source.take(pa.array(rows, type=pa.int64()))
     merged = merge_file(table, source, plan.options, plan.partition_keys, in_scope=scope)
-    del table
+    del table, source
+    release_unused_memory()  # the join's and the read's pages, before the writes
     merged = dataclasses.replace(merged, matched=rows[merged.matched], moved=rows[merged.moved])
     chunk = feed = None
     if merged.changed and not dry_run:

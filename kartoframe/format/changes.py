@@ -34,6 +34,7 @@ __all__ = [
     "COMMIT_VERSION",
     "FEED_COLUMNS",
     "NO_DATA_CHANGE",
+    "ROW_GROUP_ROWS",
     "change_file_key",
     "change_file_schema",
     "feed_schema",
@@ -54,6 +55,10 @@ COMMIT_TIMESTAMP = "_commit_timestamp"
 FEED_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 CHANGE_TYPES = ("insert", "delete", "update_preimage", "update_postimage")
 #: Operations that rewrite or describe rows without changing any: their feed is empty.
+#: Rows per row group of a change file: the writer buffers one group at a time, and a
+#: reader with predicates skips groups by their statistics.
+ROW_GROUP_ROWS = 65_536
+
 NO_DATA_CHANGE = frozenset({"OPTIMIZE", "BUILD_INDEX", "SET_METADATA", "REVERT"})
 _NAME_RE = re.compile(r"[0-9a-f]{32}" + re.escape(CHANGE_SUFFIX))
 

@@ -127,7 +127,9 @@ def _column_stats(
     distinct: pa.Array | None = None
     values: list[Any] | None = None
     bloom: bytes | None = None
-    if candidate or want_bloom:
+    if want_bloom and not candidate and pa.types.is_integer(t):
+        bloom = build_bloom(_distinct_hashes(col))
+    elif candidate or want_bloom:
         uniq = _distinct(col, t)
         if want_bloom:
             bloom = build_bloom(bloom_hashes(uniq))
@@ -156,6 +158,26 @@ def _column_stats(
             lo = _truncate_min(lo, STRING_STATS_MAX_BYTES)
             hi = _truncate_max(hi, STRING_STATS_MAX_BYTES)
     return ColumnStatistics(t, lo, hi, nulls, candidate, distinct, values, bloom)
+
+
+def _distinct_hashes(col: pa.ChunkedArray) -> np.ndarray:
+    """The bloom hashes of the distinct values of an integer column (nulls left out).
+
+    A bloom column that is no value-list candidate has many distinct values (ids): a
+    hash table of them (``pc.unique``) takes about 160 bytes per value, and was the
+    largest allocation of a write. splitmix64 is a bijection of 64-bit integers, so the
+    distinct hashes of all rows are the hashes of the distinct values: the rows' hashes
+    (8 bytes each, computed in place) sorted in place, and their repeats dropped. Same
+    filter, a fraction of the memory, and faster on many distinct values.
+    """
+    hashes = bloom_hashes(col.drop_null().combine_chunks() if col.null_count else col)
+    hashes.sort()
+    if len(hashes) < 2:
+        return hashes
+    first = np.empty(len(hashes), dtype=bool)
+    first[0] = True
+    np.not_equal(hashes[1:], hashes[:-1], out=first[1:])
+    return hashes[first]
 
 
 def _distinct(col: pa.ChunkedArray | pa.Array, t: pa.DataType) -> pa.Array:

@@ -402,21 +402,43 @@ def _feed(
 def _match(
     target: pa.Table, source: pa.Table, on: Sequence[str], scope: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(target positions, source indices)`` of the matching pairs (null keys and rows
-    out of scope never match).
+    """``(target positions, source indices)`` of the matching pairs, in target order (null
+    keys and rows out of scope never match).
+
+    The source's keys are unique (:func:`prepare_source`), so each target row matches at
+    most one source row: a lookup, not a join. Each key column is coded by the source's
+    distinct values (``index_in``, on the calling thread), the codes are combined into
+    one ``int64`` per row, and the target's codes are found by a binary search in the
+    sorted source codes. A hash join (Acero) took several times the keys' size in
+    allocator pages that stay mapped until the pool is trimmed.
     """
     t_ok = np.flatnonzero(scope & _key_mask(target, on))
     s_ok = np.flatnonzero(_key_mask(source, on))
+    none = np.zeros(0, dtype=np.int64)
     if not len(t_ok) or not len(s_ok):
-        none = np.zeros(0, dtype=np.int64)
         return none, none
-    left = target.select(list(on)).take(pa.array(t_ok)).append_column(_POS, pa.array(t_ok))
-    right = source.select(list(on)).take(pa.array(s_ok)).append_column(_SRC, pa.array(s_ok))
-    joined = left.join(right, keys=list(on), join_type="inner", use_threads=False)
-    t_pos = np.asarray(joined.column(_POS).to_numpy(), dtype=np.int64)
-    s_idx = np.asarray(joined.column(_SRC).to_numpy(), dtype=np.int64)
-    order = np.argsort(t_pos, kind="stable")
-    return t_pos[order], s_idx[order]
+    t_keys = target.select(list(on)).take(pa.array(t_ok, type=pa.int64()))
+    s_keys = source.select(list(on)).take(pa.array(s_ok, type=pa.int64()))
+    t_code = np.zeros(len(t_ok), dtype=np.int64)
+    s_code = np.zeros(len(s_ok), dtype=np.int64)
+    found = np.ones(len(t_ok), dtype=bool)
+    for c in on:
+        values = pc.unique(s_keys.column(c))
+        s_col = np.asarray(pc.index_in(s_keys.column(c), value_set=values).to_numpy())
+        t_in = pc.index_in(t_keys.column(c), value_set=values)
+        found &= np.asarray(t_in.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        t_col = np.asarray(pc.fill_null(t_in, 0).to_numpy())
+        # both codes stay below len(s_ok) * len(values) <= 2**62: renumber by the
+        # source's distinct combined codes after each column
+        s_code = s_code * len(values) + s_col
+        t_code = t_code * len(values) + t_col
+        distinct, s_code = np.unique(s_code, return_inverse=True)
+        at = np.minimum(np.searchsorted(distinct, t_code), len(distinct) - 1)
+        found &= distinct[at] == t_code
+        t_code = at
+    order = np.argsort(s_code, kind="stable")  # source keys are unique: codes are 0..n-1
+    t_pos = t_ok[found]
+    return t_pos, s_ok[order[t_code[found]]]
 
 
 def _same_partition(

@@ -12,6 +12,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from kartoframe.errors import CorruptDataError, KartoframeError, MissingDataFileError
+from kartoframe.format.encoding import dictionary_columns
 from kartoframe.storage.local_files import local_makedirs
 from kartoframe.storage.local_scan import read_local_files
 from kartoframe.storage.ranged import ranged_fragments
@@ -57,6 +58,7 @@ def write_table(
         # group after row group (pyarrow's 1 MiB limit kept a 65,536-row group of int64
         # ids fully encoded); measured on 480k rows of 5 columns: 2.1x faster, 18 % smaller
         "dictionary_pagesize_limit": DICTIONARY_PAGE_LIMIT,
+        "use_dictionary": dictionary_columns(table),
     }
     path = store.path(key)
     if store.is_local:

@@ -1,0 +1,66 @@
+"""Which columns of a data file are dictionary-encoded (``format.encoding``), and what
+the files written with that choice look like."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+import kartoframe as kf
+from kartoframe.format.encoding import SAMPLE_ROWS, dictionary_columns
+
+
+def _table(n: int) -> pa.Table:
+    rng = np.random.default_rng(0)
+    return pa.table(
+        {
+            "id": np.arange(n, dtype=np.int64),
+            "value": rng.random(n),
+            "kind": pa.array(rng.choice(["a", "b", "c"], n)),
+            "country": pa.array(rng.choice(["de", "fr"], n)).dictionary_encode(),
+            "half": np.arange(n) // 2,  # every value twice: a dictionary halves it
+            "sparse": pa.array([None] * (n - 3) + [1, 2, 3], type=pa.int64()),
+        }
+    )
+
+
+def test_repeating_and_dictionary_typed_columns_keep_dictionaries() -> None:
+    assert dictionary_columns(_table(10_000)) == ["kind", "country", "half"]
+
+
+def test_only_the_first_rows_decide() -> None:
+    n = 3 * SAMPLE_ROWS
+    table = pa.table({"x": np.concatenate([np.zeros(SAMPLE_ROWS), np.arange(n - SAMPLE_ROWS)])})
+    assert dictionary_columns(table) == ["x"]
+    assert dictionary_columns(table.slice(SAMPLE_ROWS)) == []
+
+
+def test_small_and_nested_tables_keep_the_writers_default() -> None:
+    assert dictionary_columns(_table(64)) is True
+    nested = _table(1000).append_column("l", pa.array([[1, 2]] * 1000))
+    assert dictionary_columns(nested) is True
+
+
+def test_data_files_use_dictionaries_where_values_repeat(tmp_path) -> None:
+    df = _table(20_000).to_pandas().assign(p=1)
+    kf.store_dataframes_as_dataset(
+        store=str(tmp_path), dataset_uuid="e", dfs=[df], partition_on=["p"]
+    )
+    (path,) = tmp_path.glob("e/table/p=1/*.parquet")
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {
+        meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)
+    }
+    for name in ["kind", "country", "half"]:
+        assert "RLE_DICTIONARY" in encodings[name], name
+    for name in ["id", "value"]:
+        assert "RLE_DICTIONARY" not in encodings[name], name
+    back = kf.read_table("e", str(tmp_path))
+    pd.testing.assert_frame_equal(
+        back[list(df.columns)].drop(columns="p").sort_values("id").reset_index(drop=True),
+        df.drop(columns="p").reset_index(drop=True),
+        check_dtype=False,
+        check_categorical=False,
+    )
