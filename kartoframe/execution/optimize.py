@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from kartoframe.errors import InvalidInputError
+from kartoframe.errors import CorruptMetadataError, InvalidInputError
 from kartoframe.execution.chunks import ParquetSerializer, delete_files, write_chunk
 from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
@@ -41,8 +41,7 @@ from kartoframe.plan.optimize import (
 from kartoframe.plan.query import bound
 from kartoframe.plan.write import ChunkResult, new_file_uuid
 from kartoframe.storage.footer_stats import data_file_sizes
-from kartoframe.storage.resolve import bloom_columns_of, load_dataset
-from kartoframe.storage.side_files import with_statistics
+from kartoframe.storage.resolve import bloom_columns_of, load_dataset, statistics_base_columns
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -57,15 +56,19 @@ __all__ = [
 
 
 def _sizes(store: Store, loaded: LoadedDataset, labels: Iterable[str]) -> dict[str, int]:
-    """Data file sizes by label: from the statistics (``loaded``'s) where they describe
-    the current file, asked of the store for the others.
+    """Data file sizes by label: from the statistics' base columns where a row describes
+    the current file (no bloom filter or other statistic is decoded), asked of the store
+    for the others.
     """
     parts = loaded.metadata.partitions
     wanted = set(labels)
     sizes: dict[str, int] = {}
-    stats = loaded.statistics
-    if stats is not None and "bytes" in stats.column_names:
-        cols = stats.select(["label", "key", "bytes"]).to_pydict()
+    try:
+        tables = statistics_base_columns(store, loaded) or []
+    except CorruptMetadataError:
+        tables = []  # unreadable statistics: every size is asked of the store
+    for table in tables:  # base first, then deltas: a later row of a label wins
+        cols = table.select(["label", "key", "bytes"]).to_pydict()
         for label, key, size in zip(cols["label"], cols["key"], cols["bytes"], strict=True):
             if label in wanted and size is not None and parts.get(label) == key:
                 sizes[label] = size
@@ -98,8 +101,8 @@ def load_optimize(
         store, loaded, predicates=predicate, dask=False, consistent_integers=False
     )
     files = [f for t in scan.tasks for f in t.files]
-    if files:
-        loaded = with_statistics(store, loaded)  # the base: its commit reuses them
+    # the statistics are not loaded whole: sizes come from their base columns, and the
+    # commit reads the rows of the files it keeps (an optimize removes most of them)
     plan = plan_optimize(
         uuid=md.uuid,
         table_name=md.table_name,

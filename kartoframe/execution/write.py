@@ -275,6 +275,14 @@ def commit_resolved(
     return commit_write(store, target.uuid, chunks, **target.commit_arguments(), **kwargs)
 
 
+def _kept_labels(partitions: Mapping[str, str], base: LoadedDataset | None) -> list[str]:
+    """Labels of the new header's files that the base has (the same data file)."""
+    if base is None:
+        return []
+    old = base.metadata.partitions
+    return [lb for lb, key in partitions.items() if old.get(lb) == key]
+
+
 def _commit(
     store: Store,
     dataset_uuid: str,
@@ -301,7 +309,10 @@ def _commit(
     step = statistics_step(plan)
     stats: StatisticsRef | Literal["keep"] | None = "keep" if step.action == "keep" else None
     if step.action == "merge":
-        old = base_statistics(store, base) if step.read_base else None
+        # only the rows of the base's files the new header keeps (an optimize or a large
+        # replacement keeps few: the others' bloom filters are never decoded)
+        kept = _kept_labels(plan.partitions, base)
+        old = base_statistics(store, base, kept) if step.read_base else None
         merged = merged_statistics(plan, step, old)
         if merged is not None:
             key = write_statistics_file(store, dataset_uuid, merged)

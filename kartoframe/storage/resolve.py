@@ -24,6 +24,7 @@ from kartoframe.format.header import DatasetHeader, decode_header, kartoframe_se
 from kartoframe.format.index import index_from_bytes, index_from_embedded
 from kartoframe.format.schema import schema_from_bytes
 from kartoframe.format.statistics import (
+    BASE_FIELDS,
     StatisticsRef,
     checked_statistics,
     merge_statistics,
@@ -44,6 +45,8 @@ __all__ = [
     "load_statistics",
     "loaded_from_state",
     "read_header",
+    "statistics_base_columns",
+    "statistics_rows",
 ]
 
 
@@ -325,11 +328,10 @@ def _whole_file(store: Store, key: str, dataset_uuid: str) -> pa.Table | None:
     return statistics_from_bytes(data, origin=repr(key))
 
 
-def _rows_of(store: Store, key: str, dataset_uuid: str, labels: Collection[str]) -> pa.Table | None:
-    """The rows of ``labels`` in one statistics file (None: a newer layout): only the row
-    groups whose label bounds (the footer's column statistics) admit one of them are
-    decoded (their bloom filters are the bulk of the file).
-    """
+def _statistics_file(
+    store: Store, key: str, dataset_uuid: str, read: Callable[[pq.ParquetFile], pa.Table]
+) -> pa.Table | None:
+    """``read`` of one opened statistics file, checked (None: a newer layout)."""
     try:
         if store.is_local:
             # plain reads of the needed column chunks into Arrow's pool (a memory map
@@ -340,6 +342,22 @@ def _rows_of(store: Store, key: str, dataset_uuid: str, labels: Collection[str])
             if data is None:
                 raise FileNotFoundError(key)
             pf = pq.ParquetFile(reader(data))  # Arrow-owned: safe at exit
+        table = read(pf)
+    except FileNotFoundError as e:
+        raise _missing_statistics(key, dataset_uuid) from e
+    except (pa.ArrowException, OSError, ValueError, KeyError) as e:
+        raise CorruptMetadataError(f"Cannot read statistics file {key!r}: {e}") from e
+    table = table.replace_schema_metadata(pf.schema_arrow.metadata)
+    return checked_statistics(table, origin=repr(key))
+
+
+def _rows_of(store: Store, key: str, dataset_uuid: str, labels: Collection[str]) -> pa.Table | None:
+    """The rows of ``labels`` in one statistics file (None: a newer layout): only the row
+    groups whose label bounds (the footer's column statistics) admit one of them are
+    decoded (their bloom filters are the bulk of the file).
+    """
+
+    def read(pf: pq.ParquetFile) -> pa.Table:
         md = pf.metadata
         at = pf.schema_arrow.get_field_index("label")
         bounds: list[tuple[str, str] | None] = []
@@ -347,20 +365,43 @@ def _rows_of(store: Store, key: str, dataset_uuid: str, labels: Collection[str])
             st = md.row_group(i).column(at).statistics if at >= 0 else None
             ok = st is not None and st.has_min_max
             bounds.append((st.min, st.max) if ok else None)  # type: ignore[union-attr]
-        groups = groups_holding(bounds, labels)
         wanted = pa.array(list(labels), pa.string())
         parts = []
-        for g in groups:  # one group at a time: only its wanted rows stay
+        for g in groups_holding(bounds, labels):  # one group at a time: only its wanted rows stay
             part = pf.read_row_group(g, use_threads=False)
             parts.append(part.filter(pc.is_in(part["label"], value_set=wanted)))
             del part
-        table = pa.concat_tables(parts) if parts else pf.schema_arrow.empty_table()
-    except FileNotFoundError as e:
-        raise _missing_statistics(key, dataset_uuid) from e
-    except (pa.ArrowException, OSError, ValueError, KeyError) as e:
-        raise CorruptMetadataError(f"Cannot read statistics file {key!r}: {e}") from e
-    table = table.replace_schema_metadata(pf.schema_arrow.metadata)
-    return checked_statistics(table, origin=repr(key))
+        return pa.concat_tables(parts) if parts else pf.schema_arrow.empty_table()
+
+    return _statistics_file(store, key, dataset_uuid, read)
+
+
+def statistics_base_columns(store: Store, loaded: LoadedDataset) -> list[pa.Table] | None:
+    """The base columns (``label``, ``key``, ``rows``, ``bytes``) of every file of the
+    dataset's statistics reference, the base file first, then the deltas (a later row of
+    a label wins); None if there is no reference or a file has a newer layout.
+
+    No statistic is decoded: the bloom filters are the bulk of the files, and a planner
+    that needs only the files' sizes (optimize) reads a few bytes per file.
+
+    Raises
+    ------
+    CorruptMetadataError
+        A referenced file is missing or cannot be decoded.
+    """
+    ref = statistics_ref(loaded.metadata)
+    if ref is None or ref.key is None:
+        return None
+    names = [f.name for f in BASE_FIELDS]
+    tables = []
+    for key in ref.keys:
+        part = _statistics_file(
+            store, key, loaded.metadata.uuid, lambda pf: pf.read(columns=names, use_threads=False)
+        )
+        if part is None:
+            return None
+        tables.append(part)
+    return tables
 
 
 def _statistics_of(

@@ -9,7 +9,7 @@ writes each under a fresh, timestamped name (:func:`write_index_file`,
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import pyarrow as pa
 
@@ -18,7 +18,7 @@ from kartoframe.format import naming
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.index import index_to_bytes
 from kartoframe.format.statistics import statistics_key, statistics_to_bytes
-from kartoframe.storage.resolve import load_statistics
+from kartoframe.storage.resolve import load_statistics, statistics_rows
 from kartoframe.storage.store import Store
 
 __all__ = ["base_statistics", "with_statistics", "write_index_file", "write_statistics_file"]
@@ -55,9 +55,22 @@ def write_statistics_file(store: Store, dataset_uuid: str, stats: pa.Table) -> s
     )
 
 
-def base_statistics(store: Store, base: LoadedDataset | None) -> pa.Table | None:
-    """The base's statistics; an unreadable file counts as none (rows become unknown)."""
-    return None if base is None else with_statistics(store, base).statistics
+def base_statistics(
+    store: Store, base: LoadedDataset | None, labels: Collection[str] | None = None
+) -> pa.Table | None:
+    """The base's statistics (with ``labels``: at least the rows of these files, and
+    only the row groups of the files that hold them are decoded, unless the base
+    carries its whole table already); an unreadable file counts as none (rows become
+    unknown).
+    """
+    if base is None:
+        return None
+    if labels is None or base.statistics is not None:
+        return with_statistics(store, base).statistics
+    try:
+        return statistics_rows(store, base, labels)
+    except CorruptMetadataError:
+        return None
 
 
 def with_statistics(store: Store, base: LoadedDataset) -> LoadedDataset:
