@@ -167,7 +167,7 @@ def _distinct_hashes(col: pa.ChunkedArray) -> np.ndarray:
     hash table of them (``pc.unique``) takes about 160 bytes per value, and was the
     largest allocation of a write. splitmix64 is a bijection of 64-bit integers, so the
     distinct hashes of all rows are the hashes of the distinct values: the rows' hashes
-    (8 bytes each, computed in place) sorted in place, and their repeats dropped. Same
+    (8 bytes a row) sorted in place, and their repeats dropped. Same
     filter, a fraction of the memory, and faster on many distinct values.
     """
     hashes = bloom_hashes(col.drop_null().combine_chunks() if col.null_count else col)

@@ -66,9 +66,6 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "when_not_matched": ("insert", "ignore"),
     "when_not_matched_by_source": ("ignore", "delete"),
 }
-#: name of the row-position column added while matching (never written)
-_POS = "__kartoframe_position__"
-_SRC = "__kartoframe_source__"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
