@@ -19,9 +19,10 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from kartoframe.format.arrow_memory import release_unused_memory
 from kartoframe.storage.store import Store
 
-__all__ = ["SMALL_FILE_BYTES", "THREADED_BYTES", "read_local_files"]
+__all__ = ["GATHER_FILES", "SMALL_FILE_BYTES", "THREADED_BYTES", "read_local_files"]
 
 #: Files are read one by one only if the first is at most this large (a dataset's files
 #: are usually alike): 7,300 files of 18 KiB were read 30 % faster file by file, 200 files
@@ -29,6 +30,21 @@ __all__ = ["SMALL_FILE_BYTES", "THREADED_BYTES", "read_local_files"]
 SMALL_FILE_BYTES = 64 * 1024
 #: A larger file among them is decoded on Arrow's thread pool.
 THREADED_BYTES = 4 * 2**20
+#: Every this many files, their columns are gathered into one chunk each and the
+#: allocator's freed pages handed back. Each small file's arrays and decoding buffers
+#: take medium-sized blocks that leave mimalloc's pages (pyarrow's default pool) partly
+#: used: 365 files of 10,000 rows (13.5 MiB of data) grew the process by 29 MiB read
+#: one by one, by 17 MiB gathered every 8 files (the system allocator: 17 MiB), for one
+#: more copy of the data.
+GATHER_FILES = 8
+
+
+def _gathered(pending: list[pa.Table]) -> pa.Table:
+    """The tables of ``pending`` as one table of one chunk a column (``pending`` emptied)."""
+    table = pa.concat_tables(pending).combine_chunks()
+    pending.clear()
+    release_unused_memory()
+    return table
 
 
 def read_local_files(
@@ -57,7 +73,9 @@ def read_local_files(
     given = sorted({c for pv in pvs for c, _ in pv if c in names})
     wanted = [c for c in names if c not in given]
     types = [schema.field(c).type for c in wanted]
-    tables: list[pa.Table] = []
+    tables: list[pa.Table] = []  # groups of files, each gathered into one chunk a column
+    pending: list[pa.Table] = []
+    counts: list[int] = []  # rows of each file
     try:
         for key in keys:
             with pa.OSFile(store.path(key)) as f:
@@ -69,16 +87,19 @@ def read_local_files(
                 table = pf.read(columns=wanted, use_threads=threaded)
             if not all(table.column(c).type.equals(t) for c, t in zip(wanted, types)):
                 return None
-            tables.append(table.select(wanted))
+            pending.append(table.select(wanted))
+            counts.append(table.num_rows)
+            if len(pending) == GATHER_FILES:
+                tables.append(_gathered(pending))
     except (OSError, EOFError, pa.ArrowException, ValueError, TypeError):
         return None  # the dataset scan reads them again and names what failed
-    body = pa.concat_tables(tables)
+    body = pa.concat_tables([*tables, *pending])
     arrays: dict[str, pa.Array | pa.ChunkedArray] = {c: body.column(c) for c in wanted}
     for c in given:  # in Arrow memory, one constant chunk per file
         t = schema.field(c).type
         values = [pa.scalar(dict(pv).get(c), type=t) for pv in pvs]
         arrays[c] = pa.chunked_array(
-            [pa.repeat(v, n.num_rows) for v, n in zip(values, tables, strict=True)], type=t
+            [pa.repeat(v, n) for v, n in zip(values, counts, strict=True)], type=t
         )
     out = pa.schema([schema.field(c) for c in names], metadata=schema.metadata)
     return pa.Table.from_arrays([arrays[c] for c in names], schema=out)

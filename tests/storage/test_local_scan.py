@@ -13,7 +13,15 @@ import pytest
 
 import kartoframe as kf
 from kartoframe.storage import parquet
-from kartoframe.storage.local_scan import SMALL_FILE_BYTES, THREADED_BYTES, read_local_files
+from kartoframe.storage.local_scan import (
+    GATHER_FILES,
+    SMALL_FILE_BYTES,
+    THREADED_BYTES,
+    read_local_files,
+)
+
+#: two groups gathered into one chunk a column, and a rest of 3 files
+N_FILES = 2 * GATHER_FILES + 3
 
 SCHEMA = pa.schema(
     [("p", pa.string()), ("d", pa.date32()), ("x", pa.int64()), ("s", pa.string())],
@@ -42,7 +50,7 @@ def files(file_store: kf.Store) -> tuple[kf.Store, list[str], list[Any]]:
     import datetime as dt
 
     keys, pvs = [], []
-    for i in range(6):
+    for i in range(N_FILES):
         key = f"ds/table/p=k{i % 2}/d=2024-01-0{i % 3 + 1}/f{i}.parquet"
         _write(file_store, key, _body(40 + i, i))
         keys.append(key)
@@ -83,7 +91,7 @@ def test_cases_it_leaves_to_the_dataset_scan(files, monkeypatch) -> None:
         assert read_local_files(store, [*keys, key], SCHEMA, [*pvs, pv], None) is None, name
         # the scan reads them all the same: widened, null-filled
         got = parquet.read_files(store, [*keys, key], SCHEMA, partition_values=[*pvs, pv])
-        assert got.num_rows == sum(40 + i for i in range(6)) + 5
+        assert got.num_rows == sum(40 + i for i in range(N_FILES)) + 5
     n = SMALL_FILE_BYTES // 4  # random int64: more than SMALL_FILE_BYTES on disk
     big = pa.table({"x": np.random.default_rng(1).integers(0, 2**62, n), "s": ["v"] * n})
     _write(store, "ds/table/p=k0/d=2024-01-01/big.parquet", big)
@@ -109,5 +117,5 @@ def test_a_large_file_among_small_ones_reads_alike_with_and_without_threads(
     fast = read_local_files(
         store, [*keys, key], SCHEMA, [*pvs, pvs[0]], None, use_threads=use_threads
     )
-    assert fast is not None and fast.num_rows == sum(40 + i for i in range(6)) + n
+    assert fast is not None and fast.num_rows == sum(40 + i for i in range(N_FILES)) + n
     assert fast.equals(_dataset_scan(store, [*keys, key], [*pvs, pvs[0]], None, monkeypatch))
