@@ -311,8 +311,11 @@ def _commit(
     if step.action == "merge":
         # only the rows of the base's files the new header keeps (an optimize or a large
         # replacement keeps few: the others' bloom filters are never decoded)
-        kept = _kept_labels(plan.partitions, base)
-        old = base_statistics(store, base, kept) if step.read_base else None
+        old = (
+            base_statistics(store, base, _kept_labels(plan.partitions, base))
+            if step.read_base
+            else None
+        )
         merged = merged_statistics(plan, step, old)
         if merged is not None:
             key = write_statistics_file(store, dataset_uuid, merged)

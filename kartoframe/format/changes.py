@@ -54,11 +54,10 @@ COMMIT_TIMESTAMP = "_commit_timestamp"
 #: The columns the feed adds to the dataset's, in this order.
 FEED_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 CHANGE_TYPES = ("insert", "delete", "update_preimage", "update_postimage")
-#: Operations that rewrite or describe rows without changing any: their feed is empty.
 #: Rows per row group of a change file: the writer buffers one group at a time, and a
 #: reader with predicates skips groups by their statistics.
 ROW_GROUP_ROWS = 65_536
-
+#: Operations that rewrite or describe rows without changing any: their feed is empty.
 NO_DATA_CHANGE = frozenset({"OPTIMIZE", "BUILD_INDEX", "SET_METADATA", "REVERT"})
 _NAME_RE = re.compile(r"[0-9a-f]{32}" + re.escape(CHANGE_SUFFIX))
 

@@ -376,6 +376,25 @@ def _rows_of(store: Store, key: str, dataset_uuid: str, labels: Collection[str])
     return _statistics_file(store, key, dataset_uuid, read)
 
 
+def _reference_files(
+    loaded: LoadedDataset, read: Callable[[str], pa.Table | None]
+) -> list[pa.Table] | None:
+    """``read`` of every file of the statistics reference: the base file first, then the
+    deltas (a later row of a label wins); None if there is no reference or a file has a
+    newer layout.
+    """
+    ref = statistics_ref(loaded.metadata)
+    if ref is None or ref.key is None:
+        return None
+    tables = []
+    for key in ref.keys:
+        part = read(key)
+        if part is None:  # a newer layout: no statistics
+            return None
+        tables.append(part)
+    return tables
+
+
 def statistics_base_columns(store: Store, loaded: LoadedDataset) -> list[pa.Table] | None:
     """The base columns (``label``, ``key``, ``rows``, ``bytes``) of every file of the
     dataset's statistics reference, the base file first, then the deltas (a later row of
@@ -389,19 +408,14 @@ def statistics_base_columns(store: Store, loaded: LoadedDataset) -> list[pa.Tabl
     CorruptMetadataError
         A referenced file is missing or cannot be decoded.
     """
-    ref = statistics_ref(loaded.metadata)
-    if ref is None or ref.key is None:
-        return None
     names = [f.name for f in BASE_FIELDS]
-    tables = []
-    for key in ref.keys:
-        part = _statistics_file(
+
+    def read(key: str) -> pa.Table | None:
+        return _statistics_file(
             store, key, loaded.metadata.uuid, lambda pf: pf.read(columns=names, use_threads=False)
         )
-        if part is None:
-            return None
-        tables.append(part)
-    return tables
+
+    return _reference_files(loaded, read)
 
 
 def _statistics_of(
@@ -413,20 +427,14 @@ def _statistics_of(
     every file of the reference (base, then deltas), merged; None if there is no
     reference or a file has a newer layout.
     """
-    ref = statistics_ref(loaded.metadata)
-    if ref is None or ref.key is None:
+    tables = _reference_files(loaded, read)
+    if tables is None:
         return None
-    tables = []
-    for key in ref.keys:
-        part = read(key)
-        if part is None:  # a newer layout: no statistics
-            return None
-        tables.append(part)
     md = loaded.metadata
     if len(tables) == 1 and partitions is md.partitions:
         return tables[0]  # a single file describes only files of its header
     return merge_statistics(
-        None, tables, partitions, loaded.schema, md.partition_keys, ref.bloom_filter_columns
+        None, tables, partitions, loaded.schema, md.partition_keys, bloom_columns_of(loaded)
     )
 
 

@@ -65,7 +65,7 @@ def base_statistics(
     """
     if base is None:
         return None
-    if labels is None or base.statistics is not None:
+    if labels is None:
         return with_statistics(store, base).statistics
     try:
         return statistics_rows(store, base, labels)
