@@ -11,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kartoframe.errors import InvalidInputError
 from kartoframe.format import naming
@@ -24,6 +25,7 @@ from kartoframe.format.convert import frame_to_table, storage_table
 from kartoframe.format.index import index_value_pairs
 from kartoframe.format.schema import normalize_schema
 from kartoframe.format.statistics_compute import (
+    SliceAccumulator,
     SliceStatistics,
     assemble_statistics,
     slice_statistics,
@@ -40,7 +42,7 @@ from kartoframe.plan.write import (
 )
 from kartoframe.storage.commit_values import committed_version
 from kartoframe.storage.csv_files import CsvSerializer, csv_key, write_csv
-from kartoframe.storage.parquet import write_table
+from kartoframe.storage.parquet import write_row_groups, write_table
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -49,7 +51,9 @@ __all__ = [
     "ParquetSerializer",
     "WrittenPartition",
     "delete_files",
+    "row_groups",
     "write_chunk",
+    "write_stream",
 ]
 
 
@@ -215,3 +219,109 @@ def _with_statistics(written: list[WrittenPartition], computed: pa.Table) -> lis
         dataclasses.replace(w, statistics=stats.take(pa.array([i], pa.int64())))
         for i, w in enumerate(written)
     ]
+
+
+def row_groups(batches: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
+    """The rows of ``batches`` in order, as tables of ``rows`` rows (the last one fewer);
+    empty batches are skipped, and a batch is copied only where groups straddle batches.
+    """
+    pending: list[pa.Table] = []
+    held = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        pending.append(batch)
+        held += batch.num_rows
+        if held < rows:
+            continue
+        table = pa.concat_tables(pending)
+        pending.clear()
+        full = held - held % rows
+        for start in range(0, full, rows):
+            yield table.slice(start, rows)
+        if held > full:
+            pending.append(table.slice(full))
+        held -= full
+        del table
+    if pending:
+        yield pa.concat_tables(pending)
+
+
+def write_stream(
+    store: Store,
+    dataset_uuid: str,
+    batches: Iterable[pa.Table],
+    *,
+    partition_on: Sequence[str],
+    partition_values: Sequence[Any],
+    table_name: str = "table",
+    index_columns: Sequence[str] = (),
+    bloom_filter_columns: Sequence[str] = (),
+    serializer: ParquetSerializer | None = None,
+    metadata: dict[bytes, bytes] | None = None,
+    origin: str = "",
+    file_uuid: str | None = None,
+) -> ChunkResult:
+    """Write the rows of ``batches`` (data columns only, all of the partition with key
+    ``partition_values``) as one Parquet file, row group by row group, as they come.
+
+    The result equals :func:`write_chunk` of all the rows with the same
+    ``partition_values`` (statistics, bloom filters and index values included), while
+    memory holds one batch and one row group, and per column at most its distinct
+    values. ``metadata`` becomes the file schema's metadata. No rows: no file.
+    """
+    serializer = serializer or ParquetSerializer()
+    size = serializer.chunk_size or 1_048_576  # pyarrow's default row group size
+    groups = row_groups(batches, size)
+    first = next(groups, None)
+    if first is None:
+        return ChunkResult((), pa.schema([]), origin)
+    label = plan_one_partition(
+        first, partition_on, partition_values, file_uuid=file_uuid or new_file_uuid()
+    ).labels[0]
+    key = naming.data_key(dataset_uuid, table_name, label)
+    candidates = _value_list_candidates(first)
+    stats = SliceAccumulator(
+        first.schema, value_list_columns=candidates or (), bloom_filter_columns=bloom_filter_columns
+    )
+    uniques: dict[str, list[pa.Array]] = {c: [] for c in index_columns}
+    schema = first.schema if metadata is None else first.schema.with_metadata(metadata)
+    head = [first]  # the only reference to the first group: written, then dropped
+    del first
+    rows = 0
+
+    def prepared(group: pa.Table) -> pa.Table:
+        nonlocal rows
+        group = storage_table(group)
+        if metadata is not None:
+            group = group.replace_schema_metadata(metadata)
+        rows += group.num_rows
+        for c, seen in uniques.items():
+            seen.append(pc.unique(group.column(c)))
+        if candidates is not None:
+            stats.add(group)
+        return group
+
+    def observed() -> Iterator[pa.Table]:
+        yield prepared(head.pop())
+        for group in groups:
+            yield prepared(group)
+
+    try:
+        written = write_row_groups(
+            store,
+            key,
+            observed(),
+            compression=serializer.compression.lower() if serializer.compression else None,
+        )
+    except BaseException:
+        delete_files(store, [key])
+        raise
+    pairs = {
+        c: index_value_pairs(c, pa.chunked_array(seen, type=schema.field(c).type), label)
+        for c, seen in uniques.items()
+    }
+    parts = [WrittenPartition(label, key, rows, written, pairs)]
+    if candidates is not None:
+        parts = _with_statistics(parts, assemble_statistics([stats.finish()]))
+    return ChunkResult(tuple(parts), schema, origin)

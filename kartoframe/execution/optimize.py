@@ -4,8 +4,9 @@
 sizes (statistics, else the store) and plans (:func:`kartoframe.plan.optimize.plan_optimize`).
 :func:`rewrite_unit` is the per-unit work every engine runs (eager in a loop, dask one task
 per unit, Spark one executor task per unit): it reads the unit's files with the read kernel's
-scan, sorts them (:mod:`kartoframe.format.clustering`) and writes them with the chunk kernel
-(statistics, bloom filters and index values included). :func:`commit_optimize` publishes one
+scan, sorts them (:mod:`kartoframe.format.clustering`) and writes them with the chunk
+kernel's streaming writer (statistics, bloom filters and index values included); without a
+sort the files stream through, a few at a time. :func:`commit_optimize` publishes one
 commit that removes exactly the files read and adds the new ones; it conflicts only with a
 concurrent commit that removed or replaced one of those files (concurrent appends land).
 """
@@ -13,13 +14,16 @@ concurrent commit that removed or replaced one of those files (concurrent append
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
+import pyarrow as pa
+
 from kartoframe.errors import CorruptMetadataError, InvalidInputError
-from kartoframe.execution.chunks import ParquetSerializer, delete_files, write_chunk
+from kartoframe.execution.chunks import ParquetSerializer, delete_files, write_stream
 from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
 from kartoframe.execution.write import already_recorded, commit_write, only_removed_files
@@ -121,6 +125,29 @@ def load_optimize(
     return plan, loaded
 
 
+#: The files of an unsorted unit are read in batches of about this many bytes (on disk):
+#: memory holds one batch and the row group being written, not the unit.
+STREAM_BATCH_BYTES = 2 * 2**20
+
+
+def _unit_batches(store: Store, plan: OptimizePlan, unit: RewriteUnit) -> Iterator[pa.Table]:
+    """The rows of a unit's files (data columns), in order, a few files at a time."""
+    per_batch = max(1, STREAM_BATCH_BYTES * len(unit.files) // max(1, unit.bytes))
+    for start in range(0, len(unit.files), per_batch):
+        files = unit.files[start : start + per_batch]
+        yield read_file_parts(
+            store, files, plan.schema, plan.partition_keys, partition_columns=False
+        )
+
+
+def _sorted_slices(table: pa.Table, files: int, rows: int) -> Iterator[Iterator[pa.Table]]:
+    """``table`` cut into ``files`` runs of equal length, each as slices of ``rows``."""
+    step = -(-table.num_rows // files) if table.num_rows else 0
+    for i in range(files if step else 0):
+        run = table.slice(i * step, step)
+        yield (run.slice(s, rows) for s in range(0, run.num_rows, rows))
+
+
 def rewrite_unit(
     store: Store, plan: OptimizePlan, unit: RewriteUnit, *, file_prefix: str = ""
 ) -> ChunkResult:
@@ -129,43 +156,48 @@ def rewrite_unit(
     The new files hold the same rows (in the plan's order) with the dataset schema (and
     its pandas metadata); a failure removes the files this call wrote. ``file_prefix``
     starts the new files' uuids (a Spark job's id, so that it can find the files of
-    attempts it abandoned).
+    attempts it abandoned). Without ``sort_by`` the files stream through: a few input
+    files at a time are read and written out row group by row group. A sort needs the
+    unit's rows at once (the sorted table, one column at a time).
     """
-    pk = plan.partition_keys
     opts = plan.options
     origin = f"optimize of {unit.partition or 'the dataset'}"
     # a unit is one partition: its files are read without the partition columns and
-    # written as that partition (nothing to group); the read table's only reference goes
-    # into the sort, which releases it column by column
-    values = unit.files[0].partition_values
+    # written as that partition (nothing to group)
+    write = functools.partial(
+        write_stream,
+        store,
+        plan.uuid,
+        partition_on=plan.partition_keys,
+        partition_values=unit.files[0].partition_values,
+        table_name=plan.table_name,
+        index_columns=plan.index_columns,
+        bloom_filter_columns=plan.bloom_filter_columns,
+        serializer=ParquetSerializer(chunk_size=opts.row_group_size),
+        metadata=plan.schema.metadata,
+        origin=origin,
+    )
+    if not opts.sort_by:
+        out = write(_unit_batches(store, plan, unit), file_uuid=new_file_uuid(file_prefix))
+        release_unused_memory()  # the next unit's rows do not grow the process beside these
+        return ChunkResult(out.partitions, plan.schema, origin)
+    # the read table's only reference goes into the sort, which releases it column by
+    # column (gathering each row group from the unsorted table instead kept less in Arrow's
+    # pool, 21 MiB against 24, but grew the process more: 3.0x against 2.7x)
     table = sorted_columns(
-        [read_file_parts(store, unit.files, plan.schema, pk, partition_columns=False)],
+        [
+            read_file_parts(
+                store, unit.files, plan.schema, plan.partition_keys, partition_columns=False
+            )
+        ],
         opts.sort_by,
         opts.sort_method,
     )
-    if plan.schema.metadata:
-        table = table.replace_schema_metadata(plan.schema.metadata)
     release_unused_memory()  # the scan's buffers: the writer does not grow beside them
-    step = -(-table.num_rows // unit.output_files) if table.num_rows else 0
-    serializer = ParquetSerializer(chunk_size=opts.row_group_size)
     results: list[ChunkResult] = []
     try:
-        for i in range(unit.output_files if step else 0):
-            results.append(
-                write_chunk(
-                    store,
-                    plan.uuid,
-                    table.slice(i * step, step),
-                    table_name=plan.table_name,
-                    partition_on=pk,
-                    index_columns=plan.index_columns,
-                    serializer=serializer,
-                    origin=origin,
-                    bloom_filter_columns=plan.bloom_filter_columns,
-                    partition_values=values,
-                    file_uuid=new_file_uuid(file_prefix),
-                )
-            )
+        for run in _sorted_slices(table, unit.output_files, opts.row_group_size):
+            results.append(write(run, file_uuid=new_file_uuid(file_prefix)))
     except BaseException:
         delete_files(store, (p.key for c in results for p in c.partitions))
         raise

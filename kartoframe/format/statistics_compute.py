@@ -34,6 +34,7 @@ from kartoframe.format.statistics import (
 
 __all__ = [
     "ColumnStatistics",
+    "SliceAccumulator",
     "SliceStatistics",
     "assemble_statistics",
     "compute_statistics",
@@ -118,46 +119,117 @@ class SliceStatistics:
     columns: dict[str, ColumnStatistics]
 
 
-def _column_stats(
-    col: pa.ChunkedArray, t: pa.DataType, candidate: bool, want_bloom: bool
-) -> ColumnStatistics:
-    nulls = col.null_count
-    if pa.types.is_floating(t):
-        nulls += int(pc.sum(pc.is_nan(col)).as_py() or 0)
-    distinct: pa.Array | None = None
-    values: list[Any] | None = None
-    bloom: bytes | None = None
-    if want_bloom and not candidate and pa.types.is_integer(t):
-        bloom = build_bloom(_distinct_hashes(col))
-    elif candidate or want_bloom:
-        uniq = _distinct(col, t)
-        if want_bloom:
-            bloom = build_bloom(bloom_hashes(uniq))
-        if candidate and len(uniq) <= VALUE_LIST_MAX:
-            distinct = uniq
-            too_long = (pa.types.is_string(t) or pa.types.is_binary(t)) and len(uniq) > 0
-            if too_long:
-                too_long = (pc.max(pc.binary_length(uniq)).as_py() or 0) > STRING_STATS_MAX_BYTES
-            if not too_long:
-                values = uniq.take(pc.sort_indices(uniq)).to_pylist()
-    lo = hi = None
-    if values is not None:
-        # the sorted distinct values hold min and max (value lists exist for integers,
-        # strings, binaries and dates: no NaN); a second pass over the column is saved
-        if values:
-            lo, hi = values[0], values[-1]
-    elif minmax_type(t) and nulls < len(col):
-        mm = pc.min_max(col)
+class _ColumnAccumulator:
+    """One column's statistics over the row groups of one file, added one at a time.
+
+    What it keeps is bounded by the column's distinct values, not its rows: the null
+    count, the running minimum and maximum, the distinct values while they may still
+    make a value list (or feed a bloom filter), and the distinct bloom hashes of an
+    integer bloom column. :meth:`finish` gives what the column's statistics over all
+    rows at once would be (:func:`slice_statistics` is one :meth:`add` and a finish).
+    """
+
+    __slots__ = ("candidate", "hashes", "hi", "lo", "nulls", "t", "uniques", "want_bloom")
+
+    def __init__(self, t: pa.DataType, candidate: bool, want_bloom: bool) -> None:
+        self.t = t
+        self.candidate = candidate
+        self.want_bloom = want_bloom
+        self.nulls = 0
+        self.lo: Any = None
+        self.hi: Any = None
+        integer_bloom = want_bloom and not candidate and pa.types.is_integer(t)
+        #: distinct values of the rows so far (None: not kept)
+        self.uniques: list[pa.Array] | None = (
+            [] if (candidate or want_bloom) and not integer_bloom else None
+        )
+        #: sorted distinct bloom hashes of each added part (integer bloom columns)
+        self.hashes: list[np.ndarray] | None = [] if integer_bloom else None
+
+    def add(self, col: pa.ChunkedArray) -> None:
+        """Take in more rows of the column (with its statistics type)."""
+        nulls = col.null_count
+        if pa.types.is_floating(self.t):
+            nulls += int(pc.sum(pc.is_nan(col)).as_py() or 0)
+        self.nulls += nulls
+        if self.hashes is not None:
+            self.hashes.append(_distinct_hashes(col))
+        if self.uniques is not None:
+            self.uniques.append(_distinct(col, self.t))
+            if not self.want_bloom and sum(len(u) for u in self.uniques) > VALUE_LIST_MAX:
+                union = self._union()  # no value list will come of it: keep its bounds
+                if len(union) > VALUE_LIST_MAX:
+                    self._extend(union)
+                    self.uniques = None
+                else:
+                    self.uniques = [union]
+        if self.uniques is None and minmax_type(self.t) and nulls < len(col):
+            self._extend(col)
+
+    def _union(self) -> pa.Array:
+        assert self.uniques is not None
+        if len(self.uniques) == 1:
+            return self.uniques[0]
+        return pc.unique(pa.chunked_array(self.uniques, type=self.t))
+
+    def _extend(self, values: pa.Array | pa.ChunkedArray) -> None:
+        """Widen the running bounds by ``values`` (NaN only where nothing else is)."""
+        if not minmax_type(self.t) or len(values) == values.null_count:
+            return
+        mm = pc.min_max(values)
         lo_s, hi_s = mm["min"], mm["max"]
-        if lo_s.type != t:  # computed on the narrower stored type (see widens_exactly)
-            lo_s, hi_s = lo_s.cast(t), hi_s.cast(t)
+        if lo_s.type != self.t:  # computed on the narrower stored type (see widens_exactly)
+            lo_s, hi_s = lo_s.cast(self.t), hi_s.cast(self.t)
         lo, hi = lo_s.as_py(), hi_s.as_py()
-        if isinstance(lo, float) and math.isnan(lo):
-            lo = hi = None
-        if pa.types.is_string(t) or pa.types.is_binary(t):
+        if lo is None or (isinstance(lo, float) and math.isnan(lo)):
+            return
+        self.lo = lo if self.lo is None else min(self.lo, lo)
+        self.hi = hi if self.hi is None else max(self.hi, hi)
+
+    def finish(self) -> ColumnStatistics:
+        """The column's statistics over every row added."""
+        t = self.t
+        distinct: pa.Array | None = None
+        values: list[Any] | None = None
+        bloom: bytes | None = None
+        if self.hashes is not None:
+            hashes = np.concatenate(self.hashes) if self.hashes else np.empty(0, np.uint64)
+            bloom = build_bloom(_sorted_unique(hashes) if len(self.hashes) > 1 else hashes)
+        elif self.uniques is not None:
+            uniq = self._union() if self.uniques else pa.array([], type=t)
+            if self.want_bloom:
+                bloom = build_bloom(bloom_hashes(uniq))
+            if self.candidate and len(uniq) <= VALUE_LIST_MAX:
+                distinct = uniq
+                too_long = (pa.types.is_string(t) or pa.types.is_binary(t)) and len(uniq) > 0
+                if too_long:
+                    too_long = (
+                        pc.max(pc.binary_length(uniq)).as_py() or 0
+                    ) > STRING_STATS_MAX_BYTES
+                if not too_long:
+                    values = uniq.take(pc.sort_indices(uniq)).to_pylist()
+            if values is None:
+                self._extend(uniq)  # the distinct values have the rows' bounds
+        lo, hi = self.lo, self.hi
+        if values is not None:
+            # the sorted distinct values hold min and max (value lists exist for integers,
+            # strings, binaries and dates: no NaN); a pass over the rows is saved
+            lo, hi = (values[0], values[-1]) if values else (None, None)
+        elif pa.types.is_string(t) or pa.types.is_binary(t):
             lo = _truncate_min(lo, STRING_STATS_MAX_BYTES)
             hi = _truncate_max(hi, STRING_STATS_MAX_BYTES)
-    return ColumnStatistics(t, lo, hi, nulls, candidate, distinct, values, bloom)
+        return ColumnStatistics(t, lo, hi, self.nulls, self.candidate, distinct, values, bloom)
+
+
+def _sorted_unique(hashes: np.ndarray) -> np.ndarray:
+    """``hashes`` sorted in place, repeats dropped."""
+    hashes.sort()
+    if len(hashes) < 2:
+        return hashes
+    first = np.empty(len(hashes), dtype=bool)
+    first[0] = True
+    np.not_equal(hashes[1:], hashes[:-1], out=first[1:])
+    return hashes[first]
 
 
 def _distinct_hashes(col: pa.ChunkedArray) -> np.ndarray:
@@ -170,14 +242,7 @@ def _distinct_hashes(col: pa.ChunkedArray) -> np.ndarray:
     (8 bytes a row) sorted in place, and their repeats dropped. Same
     filter, a fraction of the memory, and faster on many distinct values.
     """
-    hashes = bloom_hashes(col.drop_null().combine_chunks() if col.null_count else col)
-    hashes.sort()
-    if len(hashes) < 2:
-        return hashes
-    first = np.empty(len(hashes), dtype=bool)
-    first[0] = True
-    np.not_equal(hashes[1:], hashes[:-1], out=first[1:])
-    return hashes[first]
+    return _sorted_unique(bloom_hashes(col.drop_null().combine_chunks() if col.null_count else col))
 
 
 def _distinct(col: pa.ChunkedArray | pa.Array, t: pa.DataType) -> pa.Array:
@@ -248,14 +313,54 @@ def slice_statistics(
     Runs on the slice alone, so a writer can compute it right after gathering the
     slice's rows; :func:`assemble_statistics` combines the slices of a chunk.
     """
-    candidates = set(value_list_columns)
-    blooms = set(bloom_filter_columns)
-    columns = {}
-    for name, raw_type, t in _stat_columns(table.schema):
-        col = _as_stat_type(table.column(name), raw_type, t)
-        want_bloom = name in blooms and bloom_type_supported(t)
-        columns[name] = _column_stats(col, t, name in candidates, want_bloom)
-    return SliceStatistics(table.num_rows, columns)
+    acc = SliceAccumulator(
+        table.schema,
+        value_list_columns=value_list_columns,
+        bloom_filter_columns=bloom_filter_columns,
+    )
+    acc.add(table)
+    return acc.finish()
+
+
+class SliceAccumulator:
+    """The statistics of one file written part by part (a streaming writer's row groups).
+
+    ``add`` each part (with ``schema``), then ``finish``: the result equals
+    :func:`slice_statistics` of all the parts concatenated, while memory holds one part
+    and, per column, at most its distinct values (bounds, counts, bloom hashes).
+    """
+
+    def __init__(
+        self,
+        schema: pa.Schema,
+        *,
+        value_list_columns: Iterable[str] = (),
+        bloom_filter_columns: Iterable[str] = (),
+    ) -> None:
+        candidates = set(value_list_columns)
+        blooms = set(bloom_filter_columns)
+        self._rows = 0
+        self._columns = {
+            name: (
+                raw_type,
+                _ColumnAccumulator(
+                    t, name in candidates, name in blooms and bloom_type_supported(t)
+                ),
+            )
+            for name, raw_type, t in _stat_columns(schema)
+        }
+
+    def add(self, table: pa.Table) -> None:
+        """Take in the next rows of the file."""
+        self._rows += table.num_rows
+        for name, (raw_type, acc) in self._columns.items():
+            acc.add(_as_stat_type(table.column(name), raw_type, acc.t))
+
+    def finish(self) -> SliceStatistics:
+        """The file's statistics over every row added."""
+        return SliceStatistics(
+            self._rows, {name: acc.finish() for name, (_, acc) in self._columns.items()}
+        )
 
 
 def assemble_statistics(slices: Sequence[SliceStatistics]) -> pa.Table:
