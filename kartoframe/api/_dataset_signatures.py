@@ -349,3 +349,30 @@ class UpdateSdf(
     _UpdateSdf,
 ):
     pass
+
+
+# -- the change feed -------------------------------------------------------------------------
+
+
+class _SparkSession(Keywords):
+    spark: Any  # ``pyspark.sql.SparkSession``
+
+
+class _FeedDataset(Keywords):
+    dataset_uuid: str
+    store: StoreInput
+
+
+class _FeedRange(Keywords, kw_only=True):
+    start_version: int
+    end_version: int | None = None
+    columns: Sequence[str] | None = None
+    predicates: object = None
+
+
+class ChangesFeed(_FeedRange, _FeedDataset):
+    pass
+
+
+class SparkChangesFeed(_FeedRange, _FeedDataset, _SparkSession):
+    pass

@@ -6,12 +6,13 @@ of them, or a dask DataFrame) and the cursor to pass as ``start_version`` next t
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any, Generic, NamedTuple, TypeVar
 
 import pandas as pd
 
-from kartoframe.api._args import StoreInput, ensure_store, same_parameters
+from kartoframe.api import _dataset_signatures as sig
+from kartoframe.api._args import arguments_of, ensure_store, same_parameters
 from kartoframe.api._docs import fill
 from kartoframe.execution.changes import iter_change_tables, load_changes, read_changes_table
 from kartoframe.format.convert import table_to_frame
@@ -48,26 +49,12 @@ def _frame(plan: ChangePlan, table: Any) -> pd.DataFrame:
     return table_to_frame(table, plan.schema)
 
 
-def plan_feed(
-    dataset_uuid: str,
-    store: StoreInput,
-    *,
-    start_version: int,
-    end_version: int | None = None,
-    columns: Sequence[str] | None = None,
-    predicates: object = None,
-) -> tuple[Store, ChangePlan]:
+@same_parameters(sig.ChangesFeed)
+def plan_feed(*args: Any, **kwargs: Any) -> tuple[Store, ChangePlan]:
     """The store and the planned feed of a read (every variant's first step)."""
-    st = ensure_store(store)
-    plan = load_changes(
-        st,
-        check_uuid(dataset_uuid),
-        start_version=start_version,
-        end_version=end_version,
-        columns=columns,
-        predicates=predicates,
-    )
-    return st, plan
+    values = arguments_of(plan_feed, args, kwargs)
+    st = ensure_store(values.pop("store"))
+    return st, load_changes(st, check_uuid(values.pop("dataset_uuid")), **values)
 
 
 @fill

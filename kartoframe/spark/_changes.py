@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, ensure_store
+from kartoframe.api import _dataset_signatures as sig
+from kartoframe.api._args import arguments_of, ensure_store, same_parameters
 from kartoframe.api._cube_args import fill
 from kartoframe.api.changes import Changes, plan_feed
 from kartoframe.execution import spark_engine
@@ -13,22 +13,13 @@ from kartoframe.execution.spark_changes import changes_to_sdf
 
 __all__ = ["read_changes_as_sdf"]
 
-#: ``pyspark.sql.DataFrame`` / ``SparkSession`` (pyspark is imported by the engine only).
+#: ``pyspark.sql.DataFrame`` (pyspark is imported by the engine only).
 DataFrame = Any
-SparkSession = Any
 
 
 @fill
-def read_changes_as_sdf(
-    spark: SparkSession,
-    dataset_uuid: str,
-    store: StoreInput,
-    *,
-    start_version: int,
-    end_version: int | None = None,
-    columns: Sequence[str] | None = None,
-    predicates: object = None,
-) -> Changes[DataFrame]:
+@same_parameters(sig.SparkChangesFeed)
+def read_changes_as_sdf(*args: Any, **kwargs: Any) -> Changes[DataFrame]:
     """:func:`kartoframe.read_changes` as a lazy Spark DataFrame: the rows that the
     commits ``start_version`` to ``end_version`` inserted, deleted and updated, and the
     cursor of the next read.
@@ -69,13 +60,8 @@ def read_changes_as_sdf(
     >>> sdf.groupBy("_change_type").count().show()  # doctest: +SKIP
     """
     spark_engine.require_pyspark()
-    spark_engine.check_store(ensure_store(store))  # before reading anything
-    st, plan = plan_feed(
-        dataset_uuid,
-        store,
-        start_version=start_version,
-        end_version=end_version,
-        columns=columns,
-        predicates=predicates,
-    )
+    values = arguments_of(read_changes_as_sdf, args, kwargs)
+    spark = values.pop("spark")
+    spark_engine.check_store(ensure_store(values["store"]))  # before reading anything
+    st, plan = plan_feed(**values)
     return Changes(changes_to_sdf(spark, plan, st), plan.next_version)
