@@ -291,16 +291,16 @@ def write_stream(
     rows = 0
 
     def prepared(group: pa.Table) -> pa.Table:
+        # index values and statistics of the rows as given (as write_chunk computes them),
+        # then the rows as stored
         nonlocal rows
-        group = storage_table(group)
-        if metadata is not None:
-            group = group.replace_schema_metadata(metadata)
         rows += group.num_rows
         for c, seen in uniques.items():
             seen.append(pc.unique(group.column(c)))
         if candidates is not None:
             stats.add(group)
-        return group
+        group = storage_table(group)
+        return group if metadata is None else group.replace_schema_metadata(metadata)
 
     def observed() -> Iterator[pa.Table]:
         yield prepared(head.pop())

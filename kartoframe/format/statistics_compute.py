@@ -163,7 +163,7 @@ class _ColumnAccumulator:
                     self.uniques = None
                 else:
                     self.uniques = [union]
-        if self.uniques is None and minmax_type(self.t) and nulls < len(col):
+        if self.uniques is None:
             self._extend(col)
 
     def _union(self) -> pa.Array:

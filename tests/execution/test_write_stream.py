@@ -14,7 +14,7 @@ import kartoframe as kf
 from kartoframe.execution.chunks import ParquetSerializer, row_groups, write_chunk, write_stream
 
 PK = ["p"]
-INDICES = ["k", "f"]
+INDICES = ["k", "f", "t", "ls"]  # t: ns timestamps, ls: large strings (stored as us, string)
 BLOOMS = ["id", "k"]
 META = {b"kartoframe-test": b"kept"}
 
@@ -31,6 +31,9 @@ def _batches(n: int, sizes: list[int]) -> list[pa.Table]:
             "f": pa.array(floats),
             "s": pa.array(np.array(["a", "b", "c" * 80])[rng.integers(0, 3, n)]),
             "t": pa.array((rng.integers(0, 10**12, n) * 1000).astype("datetime64[ns]")),
+            "ls": pa.array(
+                np.array(["x", "y", "z" * 70])[rng.integers(0, 3, n)], pa.large_string()
+            ),
         }
     )
     out, start = [], 0
