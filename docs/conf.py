@@ -63,30 +63,36 @@ API_MORE_TITLE = "Not yet sorted into a section"
 
 #: Section title -> modules whose public names it lists (in ``kartoframe.__all__`` order).
 API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
-    ("Reading datasets", ("kartoframe.api.read", "kartoframe.api.metadata")),
+    ("Reading datasets", ("kartoframe.api.read", "kartoframe.front.metadata")),
     (
         "Writing datasets",
         ("kartoframe.api.write", "kartoframe.execution.chunks", "kartoframe.storage.csv_files"),
     ),
     ("Maintaining datasets", ("kartoframe.api.maintenance", "kartoframe.api.copy")),
-    ("Optimizing datasets and cubes", ("kartoframe.api.optimize", "kartoframe.plan.optimize")),
-    ("Merging rows (upserts)", ("kartoframe.api.merge", "kartoframe.plan.merge")),
+    (
+        "Optimizing datasets and cubes",
+        ("kartoframe.api.optimize", "kartoframe.dask.optimize", "kartoframe.plan.optimize"),
+    ),
+    (
+        "Merging rows (upserts)",
+        ("kartoframe.api.merge", "kartoframe.dask.merge", "kartoframe.plan.merge"),
+    ),
     (
         "Schema and statistics",
         (
             "kartoframe.api.schema",
             "kartoframe.format.schema_history",
             "kartoframe.api.statistics",
-            "kartoframe.api.stats",
+            "kartoframe.dask.stats",
         ),
     ),
     (
         "Dask",
         (
-            "kartoframe.api.dask",
-            "kartoframe.api.dask_write",
-            "kartoframe.api.delayed",
-            "kartoframe.api.bag",
+            "kartoframe.dask.read",
+            "kartoframe.dask.write",
+            "kartoframe.dask.delayed",
+            "kartoframe.dask.bag",
         ),
     ),
     (
@@ -96,7 +102,7 @@ API_SECTIONS: list[tuple[str, tuple[str, ...]]] = [
             "kartoframe.plan.conditions",
             "kartoframe.api.cube",
             "kartoframe.api.cube_write",
-            "kartoframe.api.cube_dask",
+            "kartoframe.dask.cube",
             "kartoframe.api.cube_admin",
         ),
     ),

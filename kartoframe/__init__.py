@@ -14,17 +14,7 @@ from __future__ import annotations
 
 from kartoframe import errors as _errors
 from kartoframe.api import accessor as _accessor  # noqa: F401  (registers df.karto)
-from kartoframe.api.bag import (
-    build_dataset_indices__bag,
-    read_dataset_as_dataframe_bag,
-    store_bag_as_dataset,
-)
-from kartoframe.api.changes import (
-    Changes,
-    read_changes,
-    read_changes__iterator,
-    read_changes_as_ddf,
-)
+from kartoframe.api.changes import Changes, read_changes, read_changes__iterator
 from kartoframe.api.check import CheckReport, Finding, check_cube, check_dataset
 from kartoframe.api.copy import copy_dataset
 from kartoframe.api.cube import (
@@ -32,16 +22,9 @@ from kartoframe.api.cube import (
     discover_datasets,
     discover_datasets_unchecked,
     query_cube,
-    query_cube_dataframe,
 )
 from kartoframe.api.cube_admin import cleanup_cube, collect_stats, copy_cube, delete_cube
 from kartoframe.api.cube_changes import CubeChanges, read_cube_changes
-from kartoframe.api.cube_dask import (
-    append_to_cube_from_dataframe,
-    build_cube_from_dataframe,
-    extend_cube_from_dataframe,
-    update_cube_from_dataframe,
-)
 from kartoframe.api.cube_write import (
     append_to_cube,
     build_cube,
@@ -49,28 +32,14 @@ from kartoframe.api.cube_write import (
     remove_partitions,
     update_cube,
 )
-from kartoframe.api.dask import read_dataset_as_ddf
-from kartoframe.api.dask_write import store_dataset_from_ddf, update_dataset_from_ddf
-from kartoframe.api.delayed import (
-    delete_dataset__delayed,
-    garbage_collect_dataset__delayed,
-    read_dataset_as_delayed,
-    store_delayed_as_dataset,
-    update_dataset_from_delayed,
-)
 from kartoframe.api.history import CommitRecord, dataset_history, vacuum_dataset
 from kartoframe.api.maintenance import (
     build_dataset_indices,
     delete_dataset,
     garbage_collect_dataset,
 )
-from kartoframe.api.merge import MergeResult, merge_dataset, merge_dataset_from_ddf
-from kartoframe.api.optimize import (
-    OptimizeResult,
-    optimize_cube,
-    optimize_dataset,
-    optimize_dataset_as_delayed,
-)
+from kartoframe.api.merge import MergeResult, merge_dataset
+from kartoframe.api.optimize import OptimizeResult, optimize_cube, optimize_dataset
 from kartoframe.api.read import (
     DatasetMetadata,
     read_dataset_as_dataframes,
@@ -80,7 +49,6 @@ from kartoframe.api.read import (
 )
 from kartoframe.api.schema import SchemaEvent, read_dataset_schema, schema_history
 from kartoframe.api.statistics import build_dataset_statistics, dataset_statistics
-from kartoframe.api.stats import collect_dataset_metadata, hash_dataset
 from kartoframe.api.utils import (
     empty_dataframe_from_schema,
     ensure_store,
@@ -100,6 +68,29 @@ from kartoframe.api.write import (
     update_dataset_from_dataframes,
     update_dataset_from_dataframes__iter,
     write_single_partition,
+)
+from kartoframe.dask import (
+    append_to_cube_from_dataframe,
+    build_cube_from_dataframe,
+    build_dataset_indices__bag,
+    collect_dataset_metadata,
+    delete_dataset__delayed,
+    extend_cube_from_dataframe,
+    garbage_collect_dataset__delayed,
+    hash_dataset,
+    merge_dataset_from_ddf,
+    optimize_dataset_as_delayed,
+    query_cube_dataframe,
+    read_changes_as_ddf,
+    read_dataset_as_dataframe_bag,
+    read_dataset_as_ddf,
+    read_dataset_as_delayed,
+    store_bag_as_dataset,
+    store_dataset_from_ddf,
+    store_delayed_as_dataset,
+    update_cube_from_dataframe,
+    update_dataset_from_ddf,
+    update_dataset_from_delayed,
 )
 from kartoframe.errors import *  # noqa: F403  (every error class, as errors.__all__ lists them)
 from kartoframe.execution.write import ParquetSerializer

@@ -1,13 +1,15 @@
 """The layer rule, for every module of the package: imports only point downwards.
 
-    errors, _progress_bar  <  format  <  plan | storage  <  execution
-        <  api, spark.py, progress.py  <  kartoframe/__init__.py  <  cli
+    errors, _progress_bar  <  format  <  plan | storage  <  execution  <  front, progress.py
+        <  api | dask | spark  <  kartoframe/__init__.py  <  cli
 
 Every import counts: module-level ones, lazy ones inside functions, ``TYPE_CHECKING`` ones and
 relative ones (the whole syntax tree is walked). Within one rank a module may import its
-neighbours, except plan and storage, which never import each other. The import graph has no
-cycle, no module is longer than :data:`SIZE_CAP` lines unless :data:`OVERSIZE` says why, and
-the third-party engines stay in their layers.
+neighbours, except plan and storage, which never import each other, and the engine fronts:
+the pandas front (api) imports neither the dask nor the Spark front, and those two never
+import each other (each may reuse an eager function of api, e.g. for its signature). The
+import graph has no cycle, no module is longer than :data:`SIZE_CAP` lines unless
+:data:`OVERSIZE` says why, and the third-party engines stay in their layers.
 """
 
 from __future__ import annotations
@@ -27,34 +29,38 @@ DEMO = ROOT / "demo"
 DEMO_MAY_IMPORT = {"kartoframe", "kartoframe.spark", "kartoframe.api.read"}
 
 #: The rank of each layer folder (a sub-package of kartoframe).
-#: The command line is a client of the public package (``import kartoframe as kf``).
-#: ``kartoframe.spark`` (the Spark front) is an api module, or a package of them.
+#: ``front`` is what the engine fronts share (keywords, argument checks, docstring fragments,
+#: result values, each verb's first step); ``api`` (pandas: eager and iterator), ``dask`` and
+#: ``spark`` are the engine fronts. The command line is a client of the public package.
 LAYER_RANK = {
     "format": 1,
     "plan": 2,
     "storage": 2,
     "execution": 3,
-    "api": 4,
-    "spark": 4,
-    "cli": 6,
+    "front": 4,
+    "api": 5,
+    "dask": 5,
+    "spark": 5,
+    "cli": 7,
 }
 #: The rank of each top-level module: a new one must be given a rank here.
 TOP_LEVEL_RANK = {
     "errors": 0,  # the exception hierarchy: imported by everything
     "_progress_bar": 0,  # the rich bar: a utility any layer may draw with
     "progress": 4,  # the public front of the bars (its dask callback lives in execution)
-    "spark": 4,  # the Spark front: an api module
-    "__init__": 5,  # the package: the public names of the api modules
+    "__init__": 6,  # the package: the public names of the engine fronts
 }
 #: Layers of one rank that never import each other.
-INDEPENDENT = {frozenset({"plan", "storage"})}
+INDEPENDENT = {frozenset({"plan", "storage"}), frozenset({"dask", "spark"})}
+#: Layers that never import another of their rank (which may import them).
+IMPORTS_NO_NEIGHBOUR = {"api": {"dask", "spark"}}
 
 #: Third-party engines and the layers (folders, or top-level modules) that may import them.
 THIRD_PARTY_ONLY_IN = {
     "fsspec": {"storage"},
     "s3fs": {"storage"},
-    "dask": {"execution", "api"},
-    "distributed": {"execution", "api"},
+    "dask": {"execution", "dask"},
+    "distributed": {"execution", "dask"},
     "pyspark": {"execution"},
 }
 
@@ -166,6 +172,15 @@ def test_plan_and_storage_are_independent() -> None:
         if frozenset({_group(src), _group(dst)}) in INDEPENDENT
     ]
     assert not bad, "sideways imports:\n" + "\n".join(bad)
+
+
+def test_the_pandas_front_imports_no_other_engine_front() -> None:
+    bad = [
+        f"{_where(src, line)} imports {dst}"
+        for src, dst, line in _edges()
+        if _group(dst) in IMPORTS_NO_NEIGHBOUR.get(_group(src), set())
+    ]
+    assert not bad, "the pandas front imports an engine front:\n" + "\n".join(bad)
 
 
 def test_the_import_graph_has_no_cycle() -> None:

@@ -61,17 +61,34 @@ def test_code_blocks_run(page: pathlib.Path, tmp_path, monkeypatch) -> None:
         run_shell_tour(page.read_text(), tmp_path, SHELL_TOURS[page.name])
 
 
-MODULES = [
-    "kartoframe.api.check",
-    "kartoframe.api.changes",
-    "kartoframe.api.history",
-    "kartoframe.api.metadata",
-    "kartoframe.api.optimize",
-    "kartoframe.api.read",
-    "kartoframe.api.write",
-    "kartoframe.storage.csv_files",
-    "kartoframe.storage.store",
-]
+def _modules_with_examples() -> list[str]:
+    """Every module of the package whose docstrings hold an example (``>>>``)."""
+    names = []
+    for path in sorted((ROOT / "kartoframe").rglob("*.py")):
+        if ">>> " in path.read_text():
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return names
+
+
+MODULES = _modules_with_examples()
+#: Modules whose examples do not run here, and why (each is checked to still run none).
+NOT_RUN = {
+    "kartoframe.front.docs": "fragments: they run in the docstrings they are inserted into",
+    "kartoframe.front.cube_args": "fragments: they run in the docstrings they are inserted into",
+    **{
+        m: "needs a SparkSession: every line is +SKIP (tests/spark runs the same calls)"
+        for m in MODULES
+        if m == "kartoframe.spark" or m.startswith("kartoframe.spark.")
+    },
+}
+
+
+def test_the_examples_are_found() -> None:
+    # the fronts of every engine, the formats and the stores have examples
+    for module in ("kartoframe.api.read", "kartoframe.dask.merge", "kartoframe.storage.store"):
+        assert module in MODULES
+    assert set(NOT_RUN) <= set(MODULES)
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -79,4 +96,4 @@ def test_docstring_examples(module: str) -> None:
     mod = importlib.import_module(module)
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0
-    assert result.attempted > 0
+    assert (result.attempted == 0) == (module in NOT_RUN), NOT_RUN.get(module, "no example ran")

@@ -77,7 +77,7 @@ class CubeQuery:
         kf.query_cube_dataframe(self.cube, self.store, **self.kw).compute(scheduler="threads")
 
     def time_plan(self, query: str) -> None:
-        from kartoframe.api.cube import plan_cube_query
+        from kartoframe.front.cube_query import plan_cube_query
 
         plan_cube_query(self.cube, self.store, **self.kw)
 

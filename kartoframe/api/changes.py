@@ -1,60 +1,30 @@
-"""The change data feed: ``read_changes`` and its iterator and dask variants.
+"""The change data feed: ``read_changes`` and its iterator variant.
 
-Every variant returns a :class:`Changes` pair: the rows (a pandas DataFrame, an iterator
-of them, or a dask DataFrame) and the cursor to pass as ``start_version`` next time.
+Every variant returns a :class:`~kartoframe.front.changes.Changes` pair: the rows (a
+pandas DataFrame, an iterator of them; a dask DataFrame from
+:func:`kartoframe.dask.changes.read_changes_as_ddf`) and the cursor to pass as
+``start_version`` next time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any
 
 import pandas as pd
 
-from kartoframe.api import _dataset_signatures as sig
-from kartoframe.api._args import arguments_of, ensure_store, same_parameters
-from kartoframe.api._docs import fill
-from kartoframe.execution.changes import iter_change_tables, load_changes, read_changes_table
+from kartoframe.execution.changes import iter_change_tables, read_changes_table
 from kartoframe.format.convert import table_to_frame
-from kartoframe.plan.arguments import check_uuid
+from kartoframe.front.args import same_parameters
+from kartoframe.front.changes import Changes, plan_feed
+from kartoframe.front.docs import fill
 from kartoframe.plan.changes import ChangePlan
-from kartoframe.storage.store import Store
 
-__all__ = ["Changes", "read_changes", "read_changes__iterator", "read_changes_as_ddf"]
-
-T = TypeVar("T")
-
-
-class Changes(NamedTuple, Generic[T]):
-    """The rows of a change feed read and the cursor of the next read.
-
-    Unpack it: ``rows, cursor = kf.read_changes(..., start_version=cursor)``.
-
-    Attributes
-    ----------
-    rows
-        The changed rows: the dataset's columns, then ``_change_type`` (``insert``,
-        ``delete``, ``update_preimage``, ``update_postimage``), ``_commit_version`` and
-        ``_commit_timestamp`` (UTC), in commit order.
-    next_version
-        The first version this read did not cover: the ``start_version`` of the next
-        read (tailing a dataset).
-    """
-
-    rows: T
-    next_version: int
+__all__ = ["Changes", "read_changes", "read_changes__iterator"]
 
 
 def _frame(plan: ChangePlan, table: Any) -> pd.DataFrame:
     return table_to_frame(table, plan.schema)
-
-
-@same_parameters(sig.ChangesFeed)
-def plan_feed(*args: Any, **kwargs: Any) -> tuple[Store, ChangePlan]:
-    """The store and the planned feed of a read (every variant's first step)."""
-    values = arguments_of(plan_feed, args, kwargs)
-    st = ensure_store(values.pop("store"))
-    return st, load_changes(st, check_uuid(values.pop("dataset_uuid")), **values)
 
 
 @fill
@@ -124,26 +94,3 @@ def read_changes__iterator(*args: Any, **kwargs: Any) -> Changes[Iterator[pd.Dat
     st, plan = plan_feed(*args, **kwargs)
     frames = (_frame(plan, t) for t in iter_change_tables(st, plan))
     return Changes(frames, plan.next_version)
-
-
-@fill
-@same_parameters(plan_feed)
-def read_changes_as_ddf(*args: Any, **kwargs: Any) -> Changes[Any]:
-    """:func:`read_changes` as a lazy dask DataFrame: one partition per commit and kind
-    of file (a worker holds one at a time), in commit order.
-
-    The versions are fixed when this is called.
-
-    $params_dataset
-    $changes_range
-
-    Returns
-    -------
-    Changes
-        ``(ddf, next_version)``: a ``dask.dataframe.DataFrame`` and the cursor of the
-        next read.
-    """
-    from kartoframe.execution.dask_changes import changes_to_ddf  # dask only when used
-
-    st, plan = plan_feed(*args, **kwargs)
-    return Changes(changes_to_ddf(plan, st), plan.next_version)

@@ -6,13 +6,13 @@ are pure functions of :mod:`kartoframe.format.check`.
 
 from __future__ import annotations
 
-from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api._docs import fill
 from kartoframe.errors import FormatError, InvalidInputError, InvalidTypeError, SchemaError
 from kartoframe.execution.check_run import check_dataset_files, check_prefix
 from kartoframe.format import naming
 from kartoframe.format.check import CheckReport, Finding
 from kartoframe.format.cube import Cube, check_datasets, member_from_loaded
+from kartoframe.front.args import StoreInput, ensure_store
+from kartoframe.front.docs import fill
 from kartoframe.plan.arguments import check_uuid
 from kartoframe.storage.store import Store
 
@@ -128,7 +128,8 @@ def check_cube(
 
 
 def _cube_rule_findings(store: Store, prefix: str, cube: Cube | None) -> list[Finding]:
-    from kartoframe.api.cube import discover_cube, load_cube_datasets
+    from kartoframe.api.cube import discover_cube
+    from kartoframe.storage.cube_members import load_cube_datasets
 
     try:
         if cube is None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api._docs import fill
-from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import DatasetExistsError, InvalidInputError
 from kartoframe.format import naming
+from kartoframe.front.args import StoreInput, ensure_store
+from kartoframe.front.docs import fill
+from kartoframe.front.results import DatasetMetadataResult
 from kartoframe.plan.arguments import check_uuid
 from kartoframe.progress import ProgressBar
 from kartoframe.storage.dataset_copy import copied_keys, copy_files, renamed_header

@@ -1,45 +1,34 @@
 """Kartothek cubes: discovery and queries (kartothek 5.3 names and keywords).
 
-Eager writes live in :mod:`kartoframe.api.cube_write`.
+Eager writes live in :mod:`kartoframe.api.cube_write`, maintenance (delete, copy, cleanup,
+stats) in :mod:`kartoframe.api.cube_admin`, the dask variants in :mod:`kartoframe.dask.cube`.
+Every query starts with :func:`kartoframe.front.cube_query.plan_cube_query`.
 
 A cube is a set of plain v4 datasets ``<uuid_prefix>++<dataset_id>``; see
 ``docs/cubes.md`` for the model, the query semantics and what readers observe while a
-multi-dataset write is in progress. Maintenance (delete, copy, cleanup, stats) lives in
-:mod:`kartoframe.api.cube_admin`; the dask variants in
-:mod:`kartoframe.execution.cube_dask`.
+multi-dataset write is in progress.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pandas as pd
 
-from kartoframe.api import _cube_signatures as sig
-from kartoframe.api._args import StoreInput, arguments_of, ensure_store, same_parameters
-from kartoframe.api._cube_args import check_cube, fill
-from kartoframe.api.read import DatasetMetadata
 from kartoframe.execution.cube_join import run_merged
-from kartoframe.execution.read_resolve import resolve_cube_query
-from kartoframe.format.cube import Cube, check_datasets, cube_from_members, member_from_loaded
-from kartoframe.format.dataset import LoadedDataset
-from kartoframe.plan.cube_query import CubeQueryPlan
-from kartoframe.storage.cube_members import load_checked
-from kartoframe.storage.cube_members import load_cube_datasets as load_cube_datasets
-from kartoframe.storage.cube_members import select_members as _selected
-from kartoframe.storage.store import Store
-
-if TYPE_CHECKING:
-    import dask.dataframe as dd
+from kartoframe.format.cube import Cube
+from kartoframe.front import cube_signatures as sig
+from kartoframe.front.args import StoreInput, arguments_of, ensure_store, same_parameters
+from kartoframe.front.cube_args import fill
+from kartoframe.front.cube_query import discover_with_datasets, metadata_of, plan_cube_query
+from kartoframe.front.metadata import DatasetMetadata
+from kartoframe.storage.cube_members import load_checked, load_cube_datasets
 
 __all__ = [
     "discover_cube",
     "discover_datasets",
     "discover_datasets_unchecked",
-    "plan_cube_query",
     "query_cube",
-    "query_cube_dataframe",
 ]
 
 # -- discovery -------------------------------------------------------------------------
@@ -63,7 +52,7 @@ def discover_datasets_unchecked(
         Dataset id -> :class:`kartoframe.DatasetMetadata`.
     """
     st = ensure_store(store)
-    return _metadata(st, load_cube_datasets(st, uuid_prefix, filter_ktk_cube_dataset_ids))
+    return metadata_of(st, load_cube_datasets(st, uuid_prefix, filter_ktk_cube_dataset_ids))
 
 
 def discover_datasets(
@@ -77,7 +66,7 @@ def discover_datasets(
         A requested dataset is missing or a cube rule is broken (e.g. no seed).
     """
     st = ensure_store(store)
-    return _metadata(st, load_checked(cube, st, filter_ktk_cube_dataset_ids))
+    return metadata_of(st, load_checked(cube, st, filter_ktk_cube_dataset_ids))
 
 
 @fill
@@ -109,55 +98,7 @@ def discover_cube(
     return discover_with_datasets(uuid_prefix, store, filter_ktk_cube_dataset_ids)[0]
 
 
-def discover_with_datasets(
-    uuid_prefix: str, store: StoreInput, filter_ids: object = None
-) -> tuple[Cube, dict[str, DatasetMetadata]]:
-    """:func:`discover_cube` and :func:`discover_datasets` with one load of the headers."""
-    st = ensure_store(store)
-    datasets = load_cube_datasets(st, uuid_prefix, filter_ids)
-    members = {k: member_from_loaded(k, v) for k, v in datasets.items()}
-    cube = cube_from_members(uuid_prefix, members)
-    check_datasets(members, cube)
-    return cube, _metadata(st, datasets)
-
-
-def _metadata(store: Store, datasets: Mapping[str, LoadedDataset]) -> dict[str, DatasetMetadata]:
-    return {k: DatasetMetadata(v, store) for k, v in datasets.items()}
-
-
 # -- queries -----------------------------------------------------------------------------
-
-
-@same_parameters(sig.PlanQuery)
-def plan_cube_query(*args: Any, **kwargs: Any) -> tuple[CubeQueryPlan, Store]:
-    """Resolve the cube's metadata and plan a query (no data file is opened).
-
-    Loads headers and schemas, validates the request, loads only the secondary indices of
-    columns used by conditions or ``partition_by`` (of the datasets taking part) and the
-    per-file statistics of the datasets whose conditions could use them (see
-    ``docs/statistics.md``), and returns the plan engines run. ``consistent_integers``
-    (engines running groups separately: dask) decides the integer dtypes of every group's
-    frame at planning time, loading the statistics for their null counts. ``loaded``: the
-    cube's datasets as :func:`discover_with_datasets` returned them (their headers are not
-    loaded again).
-
-    Raises
-    ------
-    CorruptMetadataError
-        A needed statistics file the header references is missing or undecodable
-        (``build_dataset_statistics`` rebuilds it).
-    """
-    query = arguments_of(plan_cube_query, args, kwargs)  # what is left goes to the resolve
-    cube = check_cube(query.pop("cube"))
-    st = ensure_store(query.pop("store"))
-    datasets, loaded = query.pop("datasets"), query.pop("loaded")
-    if isinstance(datasets, str):
-        datasets = [datasets]
-    if loaded is None:
-        members = load_checked(cube, st, datasets)
-    else:
-        members = _selected(cube, {k: md._loaded for k, md in loaded.items()}, datasets)
-    return resolve_cube_query(st, cube, members, **query), st
 
 
 @fill
@@ -187,20 +128,3 @@ def query_cube(*args: Any, **kwargs: Any) -> list[pd.DataFrame]:
     0           FR   20.0  2024
     """
     return run_merged(*plan_cube_query(**arguments_of(query_cube, args, kwargs)))
-
-
-@same_parameters(sig.Query)
-def query_cube_dataframe(*args: Any, **kwargs: Any) -> dd.DataFrame:
-    """Query a cube as a dask DataFrame (one partition per query group).
-
-    Same semantics and arguments as :func:`query_cube`; ``meta`` has the exact result
-    dtypes. Planning happens now (metadata and needed indices); data files are read by
-    the tasks.
-    """
-    from kartoframe.execution.cube_dask import plan_to_dataframe
-
-    # one frame per group: the same integer dtypes in all of them
-    arguments = arguments_of(query_cube_dataframe, args, kwargs)
-    plan, st = plan_cube_query(**arguments, consistent_integers=True)
-    result: dd.DataFrame = plan_to_dataframe(plan, st)
-    return result

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from kartoframe.api._args import StoreInput, ensure_store, maintenance_flags
-from kartoframe.api._cube_args import check_cube, fill
-from kartoframe.api.cube import load_cube_datasets
 from kartoframe.execution.cube_copy import copy_cube_datasets
 from kartoframe.format.cube import Cube
 from kartoframe.format.dataset import LoadedDataset
+from kartoframe.front.args import StoreInput, ensure_store, maintenance_flags
+from kartoframe.front.cube_args import check_cube, fill
+from kartoframe.storage.cube_members import load_cube_datasets
 from kartoframe.storage.footer_stats import footer_sizes
 from kartoframe.storage.garbage import delete_loaded, prefix_garbage
 from kartoframe.storage.retention import GRACE_HOURS, check_grace

@@ -8,13 +8,13 @@ from typing import NamedTuple
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api._docs import fill
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.changes import load_changes, read_changes_table
 from kartoframe.format import changes
 from kartoframe.format.convert import table_to_frame
 from kartoframe.format.cube import Cube
+from kartoframe.front.args import StoreInput, ensure_store
+from kartoframe.front.docs import fill
 from kartoframe.storage.cube_members import load_checked
 
 __all__ = ["DATASET_COLUMN", "CubeChanges", "read_cube_changes"]

@@ -1,6 +1,7 @@
 """Eager cube writes: build, extend, append, update and remove partitions (kartothek 5.3 names).
 
-Every cube verb, on every engine, goes through one front (:func:`cube_write_front`): the
+Every cube verb, on every engine, goes through one front
+(:func:`kartoframe.front.cube_write.cube_write_front`): the
 arguments become a :class:`~kartoframe.plan.cube_front.FrameWrite` (the cube's datasets
 loaded once, the operation rules applied by
 :func:`~kartoframe.plan.cube_front.resolve_cube_write`), which plans the write; the engine
@@ -10,32 +11,24 @@ writes the files and commits dataset by dataset, the seed last.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kartoframe.api import _cube_signatures as sig
-from kartoframe.api._args import (
-    StoreInput,
-    arguments_of,
-    ensure_store,
-    same_parameters,
-    serializer_arg,
-    verb_like,
-)
-from kartoframe.api._cube_args import check_cube, fill
-from kartoframe.api.write import DatasetMetadataResult
-from kartoframe.execution.cube_resolve import resolve_cube_operation
 from kartoframe.execution.cube_write import commit_all, write_plan_files
 from kartoframe.execution.write import ParquetSerializer
-from kartoframe.format.commit_args import CommitOptions, check_commit_info
-from kartoframe.format.cube import CUBE_COMPRESSION, Cube
-from kartoframe.format.header import DatasetHeader
-from kartoframe.plan.arguments import evolution_arg
+from kartoframe.format.cube import Cube
+from kartoframe.front import cube_signatures as sig
+from kartoframe.front.args import (
+    StoreInput,
+    arguments_of,
+    same_parameters,
+    verb_like,
+)
+from kartoframe.front.cube_args import fill
+from kartoframe.front.cube_write import cube_serializer, cube_write_front, handles
+from kartoframe.front.results import DatasetMetadataResult
 from kartoframe.plan.conditions import Conjunction
-from kartoframe.plan.cube_front import FrameWrite
 from kartoframe.plan.cube_rules import concat_input, prepare_inputs
 from kartoframe.plan.cube_write import Operation
-from kartoframe.storage.store import Store
 
 __all__ = [
     "append_to_cube",
@@ -44,61 +37,6 @@ __all__ = [
     "remove_partitions",
     "update_cube",
 ]
-
-
-#: The data file serializer of cube writes (kartothek's ``KTK_CUBE_DF_SERIALIZER``).
-CUBE_SERIALIZER = ParquetSerializer(compression=CUBE_COMPRESSION)
-
-
-def cube_serializer(df_serializer: object) -> ParquetSerializer:
-    """The serializer of a cube write (default: :data:`CUBE_SERIALIZER`)."""
-    return serializer_arg(df_serializer or CUBE_SERIALIZER)
-
-
-def handles(
-    store: Store,
-    cube: Cube,
-    done: Iterable[str],
-    headers: Mapping[str, DatasetHeader] | None = None,
-) -> dict[str, DatasetMetadataResult]:
-    """The result of a cube write: handles of the datasets an earlier attempt already
-    committed (``done``, sorted), then of those this one committed (``headers``).
-    """
-    out = {i: DatasetMetadataResult(cube.ktk_dataset_uuid(i), store) for i in sorted(done)}
-    return {**out, **{k: DatasetMetadataResult(h.uuid, store) for k, h in (headers or {}).items()}}
-
-
-def cube_write_front(
-    operation: Operation,
-    cube: object,
-    store: StoreInput,
-    frames_of: Callable[[Cube], Mapping[str, Any]],
-    *,
-    check_store: Callable[[Store], None] | None = None,
-    schema_evolution: object = "none",
-    app_id: object = None,
-    app_version: object = None,
-    commit_info: object = None,
-    **options: Any,
-) -> tuple[Store, FrameWrite]:
-    """The one front of every cube write (eager, dask, Spark): check the arguments, then
-    load and resolve (:func:`kartoframe.execution.cube_resolve.resolve_cube_operation`).
-
-    ``frames_of(cube)`` adapts the engine's input to ``{dataset_id: frame}``; ``options``
-    are the verb's ``metadata``, ``overwrite``, ``partition_on``, ``remove_conditions`` and
-    ``ktk_cube_dataset_ids``.
-    """
-    checked = check_cube(cube)
-    st = ensure_store(store)
-    if check_store is not None:
-        check_store(st)
-    frames = frames_of(checked)
-    commit = CommitOptions.of(app_id, app_version)
-    evolution = evolution_arg(schema_evolution)
-    commit = CommitOptions(commit.app_id, commit.app_version, check_commit_info(commit_info))
-    return st, resolve_cube_operation(
-        st, checked, operation, frames, schema_evolution=evolution, commit=commit, **options
-    )
 
 
 def _write(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from kartoframe.api._args import StoreInput, ensure_store, maintenance_flags
-from kartoframe.api._docs import fill
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError
 from kartoframe.format.history import CommitRecord, commit_record
+from kartoframe.front.args import StoreInput, ensure_store, maintenance_flags
+from kartoframe.front.docs import fill
 from kartoframe.plan.arguments import check_uuid
 from kartoframe.storage.garbage import vacuum
 from kartoframe.storage.log_history import history_entries

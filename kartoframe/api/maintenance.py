@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, dataset_args, maintenance_flags
-from kartoframe.api._docs import fill
-from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import DatasetNotFoundError
 from kartoframe.execution.index_build import commit_index_build, index_file, plan_index_build
+from kartoframe.front.args import StoreInput, dataset_args, maintenance_flags
+from kartoframe.front.docs import fill
+from kartoframe.front.results import DatasetMetadataResult
 from kartoframe.plan.arguments import str_list
 from kartoframe.progress import track
 from kartoframe.storage.garbage import collect_dataset_garbage, delete_dataset_files

@@ -6,54 +6,22 @@ import inspect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, dataset_args
-from kartoframe.api._docs import fill
 from kartoframe.errors import InvalidTypeError
-from kartoframe.execution.optimize import load_optimize, run_optimize, settled_without_work
-from kartoframe.format.commit_args import CommitOptions
+from kartoframe.execution.optimize import run_optimize
 from kartoframe.format.cube import Cube
-from kartoframe.format.dataset import LoadedDataset
+from kartoframe.front.args import StoreInput, ensure_store
+from kartoframe.front.docs import fill
+from kartoframe.front.optimize import prepared_optimize
 from kartoframe.plan.optimize import (
     DEFAULT_ROW_GROUP_SIZE,
     DEFAULT_TARGET_FILE_SIZE,
-    OptimizePlan,
     OptimizeResult,
 )
 from kartoframe.plan.predicates import predicate_columns
 from kartoframe.progress import track
 from kartoframe.storage.cube_members import load_cube_datasets
-from kartoframe.storage.store import Store
-from kartoframe.storage.store_arg import ensure_store
 
-__all__ = ["OptimizeResult", "optimize_cube", "optimize_dataset", "optimize_dataset_as_delayed"]
-
-
-def prepared_optimize(
-    dataset_uuid: object,
-    store: Any,
-    args: Mapping[str, Any],
-    loaded: LoadedDataset | None = None,
-) -> tuple[Store, OptimizePlan, LoadedDataset, CommitOptions]:
-    """Check the arguments of :func:`optimize_dataset` (``args``, every keyword), load
-    (unless ``loaded`` is the dataset, just loaded) and plan: ``(store, plan, base,
-    commit options)``; every engine's front starts here.
-    """
-    uuid, st = dataset_args(dataset_uuid, store)
-    if not isinstance(args["dry_run"], bool):
-        raise InvalidTypeError("dry_run must be a bool.")
-    commit = CommitOptions.of(args["app_id"], args["app_version"], args["commit_info"])
-    plan, base = load_optimize(
-        st,
-        uuid,
-        predicates=args["predicates"],
-        loaded=loaded,
-        **{k: args[k] for k in _OPTIONS},
-    )
-    return st, plan, base, commit
-
-
-#: the keywords of ``optimize_dataset`` that are options of the plan
-_OPTIONS = ("target_file_size", "sort_by", "sort_method", "min_files", "row_group_size")
+__all__ = ["OptimizeResult", "optimize_cube", "optimize_dataset"]
 
 
 @fill
@@ -162,51 +130,6 @@ _KEYWORDS: dict[str, Any] = {
     for name, p in inspect.signature(optimize_dataset).parameters.items()
     if p.kind is inspect.Parameter.KEYWORD_ONLY
 }
-
-
-def optimize_dataset_as_delayed(
-    dataset_uuid: str | None = None, store: StoreInput | None = None, **options: Any
-) -> Any:
-    """:func:`optimize_dataset` as a dask graph: one task per rewritten unit, one commit.
-
-    The dataset is loaded and planned now; computing the result rewrites each unit in
-    its own task (on any scheduler: threads, processes, a ``distributed`` cluster) and
-    commits once in a final task. If a task fails, the files the others wrote are
-    deleted and nothing is committed.
-
-    Parameters
-    ----------
-    dataset_uuid, store
-        The dataset (the store is pickled into the graph).
-    **options
-        The keywords of :func:`optimize_dataset` (``progress`` excepted).
-
-    Returns
-    -------
-    dask.delayed.Delayed
-        Computes to an :class:`OptimizeResult`.
-
-    Examples
-    --------
-    >>> import pandas as pd, kartoframe as kf
-    >>> store = "memory://optimize-delayed-example"
-    >>> for day in range(2):
-    ...     df = pd.DataFrame({"country": ["DE", "FR"], "units": [day, day]})
-    ...     _ = kf.update_dataset_from_dataframes([df], store=store, dataset_uuid="sales",
-    ...                                           partition_on=["country"])
-    >>> kf.optimize_dataset_as_delayed("sales", store).compute().files_added
-    2
-    """
-    from dask.delayed import delayed
-
-    from kartoframe.execution.graph_delayed import optimize_graph
-
-    args = optimize_arguments(options, delayed=True)
-    st, plan, base, commit = prepared_optimize(dataset_uuid, store, args)
-    settled = settled_without_work(st, plan, commit, dry_run=args["dry_run"])
-    if settled is not None:  # a dry run, nothing to rewrite, or a retried step
-        return delayed(settled, traverse=False)
-    return optimize_graph(st, plan, base, commit)
 
 
 def optimize_arguments(options: Mapping[str, Any], *, delayed: bool = False) -> dict[str, Any]:

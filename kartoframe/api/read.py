@@ -8,11 +8,6 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.api import _dataset_signatures as sig
-from kartoframe.api._args import arguments_of, read_front, same_parameters
-from kartoframe.api._docs import fill
-from kartoframe.api.metadata import DatasetMetadata as DatasetMetadata
-from kartoframe.api.metadata import read_dataset_metadata as read_dataset_metadata
 from kartoframe.execution.kernel import (
     iter_plan_batches,
     read_plan_table,
@@ -20,6 +15,11 @@ from kartoframe.execution.kernel import (
     to_frame,
 )
 from kartoframe.execution.read_plan import plan_read as plan_read
+from kartoframe.front import dataset_signatures as sig
+from kartoframe.front.args import arguments_of, read_front, same_parameters
+from kartoframe.front.docs import fill
+from kartoframe.front.metadata import DatasetMetadata as DatasetMetadata
+from kartoframe.front.metadata import read_dataset_metadata as read_dataset_metadata
 from kartoframe.progress import ProgressBar, progress_enabled
 
 __all__ = [

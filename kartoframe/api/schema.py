@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api._docs import fill
 from kartoframe.errors import DatasetNotFoundError
 from kartoframe.format.schema_history import SchemaEvent, schema_events
+from kartoframe.front.args import StoreInput, ensure_store
+from kartoframe.front.docs import fill
 from kartoframe.plan.arguments import check_uuid
 from kartoframe.storage.resolve import load_dataset, read_header
 

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api._docs import fill
-from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidInputError
 from kartoframe.execution.stats_build import build_statistics
+from kartoframe.front.args import StoreInput, ensure_store
+from kartoframe.front.docs import fill
+from kartoframe.front.results import DatasetMetadataResult
 from kartoframe.plan.arguments import check_uuid, str_list
 from kartoframe.plan.stats_report import bloom_columns_arg, statistics_frame
 from kartoframe.storage.resolve import bloom_columns_of, load_dataset, load_statistics

@@ -13,15 +13,6 @@ from typing import Any
 
 import pandas as pd
 
-from kartoframe.api import _dataset_signatures as sig
-from kartoframe.api._args import (
-    StoreInput,
-    any_serializer_arg,
-    arguments_of,
-    dataset_args,
-    same_parameters,
-)
-from kartoframe.api._docs import fill
 from kartoframe.errors import (
     DatasetNotFoundError,
     EmptyInputError,
@@ -35,18 +26,26 @@ from kartoframe.execution.eager_write import (
     write_partition,
 )
 from kartoframe.execution.write import (
-    ChunkResult,
     DataSerializer,
-    WrittenPartition,
 )
 from kartoframe.execution.write_resolve import Front, store_target, update_target
 from kartoframe.format.commit_args import CommitOptions
+from kartoframe.front import dataset_signatures as sig
+from kartoframe.front.args import (
+    StoreInput,
+    any_serializer_arg,
+    arguments_of,
+    dataset_args,
+    same_parameters,
+)
+from kartoframe.front.docs import fill
+from kartoframe.front.results import DatasetMetadataResult, MetaPartition
 from kartoframe.plan.arguments import check_metadata_version, str_list
 from kartoframe.plan.write_request import MetadataArg, WriteRequest, resolve_metadata, resolve_write
 from kartoframe.storage.resolve import load_existing
-from kartoframe.storage.store import Store
 
 __all__ = [
+    "DatasetMetadataResult",
     "MetaPartition",
     "commit_dataset",
     "create_empty_dataset_header",
@@ -57,26 +56,6 @@ __all__ = [
     "update_dataset_from_dataframes__iter",
     "write_single_partition",
 ]
-
-
-class MetaPartition:
-    """Files written by :func:`write_single_partition`, to be committed later."""
-
-    def __init__(self, result: ChunkResult) -> None:
-        self.result = result
-
-    @property
-    def labels(self) -> list[str]:
-        """Partition labels of the written files."""
-        return [p.label for p in self.result.partitions]
-
-    @property
-    def files(self) -> list[WrittenPartition]:
-        """The written files."""
-        return list(self.result.partitions)
-
-    def __repr__(self) -> str:
-        return f"MetaPartition(labels={self.labels})"
 
 
 def _frames(dfs: object, name: str) -> list[Any]:
@@ -101,28 +80,6 @@ def _write(front: Front, frames: Iterable[Any], args: Mapping[str, Any]) -> Data
             delete_scope=args.get("delete_scope"),
         )
     return DatasetMetadataResult(front.uuid, front.store)
-
-
-class DatasetMetadataResult:
-    """Lazy handle returned by writes: ``.uuid`` now, full metadata on demand."""
-
-    def __init__(self, uuid: str, store: Store) -> None:
-        self.uuid = uuid
-        self._store = store
-
-    def load(self) -> Any:
-        """Load the committed dataset's metadata."""
-        from kartoframe.api.read import read_dataset_metadata
-
-        return read_dataset_metadata(self.uuid, self._store)
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.load(), name)
-
-    def __repr__(self) -> str:
-        return f"<dataset {self.uuid!r} in {self._store!r}>"
 
 
 @same_parameters(sig.StoreFramesIter)

@@ -31,6 +31,19 @@ TABLE_ROWS = 100
 Groups = list[tuple[str | None, "pd.DataFrame"]]
 
 
+@dataclasses.dataclass(frozen=True)
+class QueryRequest:
+    """What the ``query`` command asks of a dataset or a cube, as typed (``--where``
+    clauses, ``--columns``, ``--partition-by``, ``--limit``, progress bars).
+    """
+
+    where: Sequence[str] = ()
+    columns: list[str] | None = None
+    partition_by: list[str] | None = None
+    limit: int | None = None
+    progress: bool = False
+
+
 @dataclasses.dataclass
 class QueryResult:
     """The groups a query returned, and how much it read to get them."""
@@ -59,18 +72,10 @@ def _group_label(df: pd.DataFrame, columns: Sequence[str]) -> str:
     return ", ".join(f"{c}={df[c].iloc[0]}" for c in columns)
 
 
-def query_dataset(
-    target: Target,
-    where: Sequence[str],
-    columns: list[str] | None,
-    partition_by: list[str] | None,
-    limit: int | None,
-    progress: bool,
-    budget: int | None = None,
-) -> QueryResult:
+def query_dataset(target: Target, q: QueryRequest, budget: int | None = None) -> QueryResult:
     """Read the matching rows of a dataset, streaming, and stop once enough are found.
 
-    ``limit`` caps the rows (of each group with ``partition_by``); ``budget`` caps the
+    ``q.limit`` caps the rows (of each group with ``q.partition_by``); ``budget`` caps the
     rows over all groups (a terminal table shows that many): reading stops once
     ``budget + 1`` rows are found, and ``more`` tells the caller there are more.
     """
@@ -82,10 +87,11 @@ def query_dataset(
     from kartoframe.progress import ProgressBar
 
     md = target.dataset()
-    predicates = parse_predicates(where, {f.name: f.type for f in md.schema})
-    cols = expand_columns(columns, md.schema.names) if columns is not None else None
-    if partition_by:
-        return _query_groups(target, cols, predicates, partition_by, limit, budget, progress)
+    predicates = parse_predicates(q.where, {f.name: f.type for f in md.schema})
+    cols = expand_columns(q.columns, md.schema.names) if q.columns is not None else None
+    if q.partition_by:
+        return _query_groups(target, q, cols, predicates, q.partition_by, budget)
+    limit = q.limit
     stop = limit if limit is not None else None if budget is None else budget + 1
     # one frame: its own nulls decide the integer dtypes (no statistics to load for that)
     plan, st = plan_read(
@@ -96,7 +102,7 @@ def query_dataset(
     rows = 0
     read = 0
     with ProgressBar(
-        f"reading {target.name}", n_files, enabled=progress and n_files > 1, unit="files"
+        f"reading {target.name}", n_files, enabled=q.progress and n_files > 1, unit="files"
     ) as bar:
         for table, n in iter_plan_batches(plan, st):
             tables.append(table)
@@ -115,14 +121,13 @@ def query_dataset(
 
 def _query_groups(
     target: Target,
+    q: QueryRequest,
     cols: list[str] | None,
     predicates: list[list[tuple[str, str, Any]]] | None,
     partition_by: list[str],
-    limit: int | None,
     budget: int | None,
-    progress: bool,
 ) -> QueryResult:
-    """One group per value of ``partition_by``, read one at a time, ``limit`` rows each."""
+    """One group per value of ``partition_by``, read one at a time, ``q.limit`` rows each."""
     import kartoframe as kf
     from kartoframe.progress import ProgressBar
 
@@ -131,7 +136,8 @@ def _query_groups(
     shown = 0
     more = False
     first = None
-    with ProgressBar(f"reading {target.name}", None, enabled=progress):
+    limit = q.limit
+    with ProgressBar(f"reading {target.name}", None, enabled=q.progress):
         for frame in kf.read_dataset_as_dataframes__iterator(
             target.name,
             target.store,
@@ -162,30 +168,27 @@ def _empty() -> pd.DataFrame:
 
 def query_cube(
     target: Target,
-    where: Sequence[str],
-    columns: list[str] | None,
-    partition_by: list[str] | None,
-    limit: int | None,
-    datasets: Sequence[str],
-    dimension_columns: list[str] | None,
-    progress: bool,
+    q: QueryRequest,
+    datasets: Sequence[str] = (),
+    dimension_columns: list[str] | None = None,
 ) -> QueryResult:
     """Run a cube query (the kartothek semantics of :func:`kartoframe.query_cube`).
 
     The seed takes part whether or not ``datasets`` names it (it defines the cells).
     """
-    from kartoframe.api.cube import plan_cube_query
     from kartoframe.execution.cube_join import run_merged
+    from kartoframe.front.cube_query import plan_cube_query
     from kartoframe.progress import ProgressBar
 
     assert target.cube is not None
     types = target.column_types()
-    conditions = parse_where(where, types)
-    payload = expand_columns(columns, types) if columns is not None else None
+    conditions = parse_where(q.where, types)
+    payload = expand_columns(q.columns, types) if q.columns is not None else None
+    partition_by = q.partition_by
     selected = list(dict.fromkeys(datasets))
     if selected and target.cube.seed_dataset not in selected:
         selected.insert(0, target.cube.seed_dataset)
-    with ProgressBar(f"querying cube {target.name}", None, enabled=progress):
+    with ProgressBar(f"querying cube {target.name}", None, enabled=q.progress):
         # kf.query_cube on the headers the target loaded: they are not loaded again
         plan, st = plan_cube_query(
             target.cube,
@@ -201,7 +204,7 @@ def query_cube(
     if not frames:
         return QueryResult([(None, _empty())])
     groups: Groups = [(_group_label(f, partition_by) if partition_by else None, f) for f in frames]
-    return QueryResult(_limit_groups(groups, limit))
+    return QueryResult(_limit_groups(groups, q.limit))
 
 
 # -- output --------------------------------------------------------------------------------
@@ -397,24 +400,15 @@ def query_command(
     if ctx.json:
         fmt = "json"
     target = resolve(ctx.store(), name, kind)
-    cols = split_list(columns)
-    pby = split_list(partition_by) or None
-    progress = ctx.progress
+    q = QueryRequest(
+        where, split_list(columns), split_list(partition_by) or None, limit, ctx.progress
+    )
     if target.is_cube:
-        result = query_cube(
-            target,
-            where,
-            cols,
-            pby,
-            limit,
-            datasets,
-            split_list(dimension_columns),
-            progress,
-        )
+        result = query_cube(target, q, datasets, split_list(dimension_columns))
     else:
         if datasets or dimension_columns:
             raise BadInput("--dataset and --dimension-columns only apply to cubes.")
         # a terminal table shows TABLE_ROWS rows: read no more than that (and one to tell)
         budget = TABLE_ROWS if fmt == "table" and output is None and limit is None else None
-        result = query_dataset(target, where, cols, pby, limit, progress, budget)
+        result = query_dataset(target, q, budget)
     write_result(result, fmt, output, limit)

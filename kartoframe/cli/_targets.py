@@ -111,7 +111,7 @@ def _resolve(store: Store, name: str, kind: Kind, *, load: bool, seedless_ok: bo
         target = Target("cube", name, store)
         if load:
             import kartoframe as kf
-            from kartoframe.api.cube import discover_with_datasets
+            from kartoframe.front.cube_query import discover_with_datasets
 
             try:  # one load of the headers for the cube and its datasets
                 target.cube, target.datasets = discover_with_datasets(name, store)

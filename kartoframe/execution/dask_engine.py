@@ -1,7 +1,7 @@
 """The dask engine: scan plans become ``dd.from_map`` graphs, writes a graph with one commit.
 
 dask is imported at the top of this module, and this module is imported lazily (by
-:mod:`kartoframe.api.dask`, :mod:`kartoframe.api.stats`, the accessors and the dask cube
+:mod:`kartoframe.dask.read`, :mod:`kartoframe.dask.stats`, the accessors and the dask cube
 engine), so ``import kartoframe`` works without dask; a missing dask raises
 :class:`~kartoframe.errors.MissingDependencyError` naming the ``dask`` extra.
 

@@ -1,6 +1,6 @@
 """plateau's ``dask.delayed`` and ``dask.bag`` API as graphs over kartoframe's plans.
 
-The public fronts (:mod:`kartoframe.api.delayed`, :mod:`kartoframe.api.bag`) check their
+The public fronts (:mod:`kartoframe.dask.delayed`, :mod:`kartoframe.dask.bag`) check their
 arguments and resolve the dataset; these functions turn the plan into tasks: one read task
 per planned read task, one write task per input and one commit task
 (:mod:`kartoframe.execution.delayed_write`), one index task per file and one commit, one
@@ -15,7 +15,13 @@ from typing import Any
 
 from kartoframe.execution import dask_engine as de
 from kartoframe.execution.index_build import commit_index_build, index_file
-from kartoframe.execution.merge import FileOutcome, MergePlan, finish_merge, merge_one
+from kartoframe.execution.merge import (
+    FileOutcome,
+    MergePlan,
+    finish_merge,
+    merge_one,
+    settled_merge,
+)
 from kartoframe.execution.optimize import chunks_or_raise, commit_optimize, rewrite_unit
 from kartoframe.execution.write import ChunkResult, WrittenPartition
 from kartoframe.format.commit_args import CommitOptions
@@ -172,12 +178,17 @@ def _merge_one(store: Store, plan: MergePlan, part: FilePart) -> FileOutcome | B
         return e
 
 
-def merge_graph(st: Store, plan: MergePlan, commit: CommitOptions) -> Any:
+def merge_graph(st: Store, plan: MergePlan, commit: CommitOptions, *, dry_run: bool = False) -> Any:
     """One task per candidate file and one commit task computing to a ``MergeResult``
-    (the plan, with the source, enters the graph once).
+    (the plan, with the source, enters the graph once). A dry run or a retried step runs
+    now (:func:`~kartoframe.execution.merge.settled_merge`) and the graph computes to its
+    result.
     """
     from dask.delayed import delayed
 
+    settled = settled_merge(st, plan, commit, dry_run=dry_run)
+    if settled is not None:
+        return delayed(settled, traverse=False)
     shared = delayed(plan, traverse=False)
     one = delayed(_merge_one, pure=False)
     outcomes = [one(st, shared, part) for part in plan.candidates]

@@ -58,6 +58,7 @@ __all__ = [
     "load_merge",
     "merge_one",
     "run_merge",
+    "settled_merge",
     "skip_merge",
 ]
 
@@ -255,6 +256,18 @@ def skip_merge(store: Store, plan: MergePlan, commit: CommitOptions) -> MergeRes
         unmatched = not_matched_rows(plan.source, [])
         return _result(plan, [], unmatched, inserted=0, files_added=0, version=None, dry_run=False)
     return None
+
+
+def settled_merge(
+    store: Store, plan: MergePlan, commit: CommitOptions, *, dry_run: bool
+) -> MergeResult | None:
+    """The result when no candidate needs a task of the dask or Spark engine: a dry run
+    (it only counts: run here, by :func:`run_merge`) or a retried step
+    (:func:`skip_merge`). None: run the plan's tasks.
+    """
+    if dry_run:
+        return run_merge(store, plan, commit=commit, dry_run=True)
+    return skip_merge(store, plan, commit)
 
 
 def finish_merge(

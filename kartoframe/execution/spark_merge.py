@@ -18,8 +18,7 @@ from kartoframe.execution.merge import (
     MergePlan,
     finish_merge,
     merge_one,
-    run_merge,
-    skip_merge,
+    settled_merge,
 )
 from kartoframe.execution.spark_tasks import run_spark_tasks
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
@@ -43,11 +42,9 @@ def merge_with_spark(
     A dry run (it only counts) and an application transaction the dataset already
     records run no Spark job.
     """
-    if dry_run:
-        return run_merge(store, plan, commit=commit, dry_run=True)
-    skipped = skip_merge(store, plan, commit)
-    if skipped is not None:
-        return skipped
+    settled = settled_merge(store, plan, commit, dry_run=dry_run)
+    if settled is not None:
+        return settled
 
     def work(part: FilePart, job_id: str) -> FileOutcome:
         return merge_one(store, plan, part, dry_run=False, file_prefix=job_id)

@@ -23,13 +23,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kartoframe.api import _cube_signatures as sig
-from kartoframe.api._args import StoreInput, arguments_of, ensure_store, same_parameters
-from kartoframe.api._cube_args import fill
-from kartoframe.api.read import plan_read
 from kartoframe.execution import spark_engine
+from kartoframe.execution.read_plan import plan_read
 from kartoframe.execution.spark_engine import ReaderChoice
 from kartoframe.execution.spark_read import plan_to_sdf
+from kartoframe.front import cube_signatures as sig
+from kartoframe.front.args import StoreInput, arguments_of, ensure_store, same_parameters
+from kartoframe.front.cube_args import fill
 from kartoframe.spark._changes import read_changes_as_sdf
 from kartoframe.spark._cluster import check_executors, cluster_session
 from kartoframe.spark._cube import (
@@ -230,8 +230,8 @@ def query_cube_sdf(*args: Any, **kwargs: Any) -> DataFrame:
         A local session's Python workers cannot import kartoframe (see
         :func:`local_session`).
     """
-    from kartoframe.api.cube import plan_cube_query
     from kartoframe.execution.spark_cube import cube_plan_to_sdf
+    from kartoframe.front.cube_query import plan_cube_query
 
     query = arguments_of(query_cube_sdf, args, kwargs)
     spark, sort = query.pop("spark"), query.pop("sort")

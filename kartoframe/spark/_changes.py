@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kartoframe.api import _dataset_signatures as sig
-from kartoframe.api._args import arguments_of, ensure_store, same_parameters
-from kartoframe.api._cube_args import fill
-from kartoframe.api.changes import Changes, plan_feed
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_changes import changes_to_sdf
+from kartoframe.front import dataset_signatures as sig
+from kartoframe.front.args import arguments_of, ensure_store, same_parameters
+from kartoframe.front.changes import Changes, plan_feed
+from kartoframe.front.cube_args import fill
 
 __all__ = ["read_changes_as_sdf"]
 

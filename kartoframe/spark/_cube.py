@@ -7,15 +7,15 @@ from typing import Any
 
 import pyarrow as pa
 
-from kartoframe.api import _cube_signatures as sig
-from kartoframe.api._args import StoreInput, arguments_of, same_parameters, verb_like
-from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.execution import spark_engine
 from kartoframe.execution.cube_resolve import frames_by_dataset
 from kartoframe.execution.cube_write import CubeWriteJob
 from kartoframe.execution.spark_write import conformed_schema
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.cube import Cube
+from kartoframe.front import cube_signatures as sig
+from kartoframe.front.args import StoreInput, arguments_of, same_parameters, verb_like
+from kartoframe.front.results import DatasetMetadataResult
 from kartoframe.plan.cube_write import Operation
 from kartoframe.spark._write import DataFrame, _check_sdf
 
@@ -44,8 +44,8 @@ def _write_cube(
     **options: Any,
 ) -> dict[str, DatasetMetadataResult]:
     """Validate everything the schemas allow, plan, then let Spark write and commit."""
-    from kartoframe.api.cube_write import cube_serializer, cube_write_front, handles
     from kartoframe.execution.spark_cube_write import write_cube_sdfs
+    from kartoframe.front.cube_write import cube_serializer, cube_write_front, handles
 
     spark_engine.require_pyspark()
     adapt = functools.partial(frames_by_dataset, data, check=_spark_frame)

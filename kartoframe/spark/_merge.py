@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kartoframe.api._args import arguments_of, ensure_store, same_parameters
-from kartoframe.api.merge import merge_dataset, prepared_merge
+from kartoframe.api.merge import merge_dataset
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_merge import merge_with_spark
+from kartoframe.front.args import arguments_of, ensure_store, same_parameters
+from kartoframe.front.merge import prepared_merge
 from kartoframe.plan.merge import MergeResult
 
 __all__ = ["merge_dataset_from_sdf"]
@@ -30,7 +31,8 @@ def merge_dataset_from_sdf(*args: Any, **kwargs: Any) -> MergeResult:
     Examples
     --------
     >>> import kartoframe.spark as kfs  # doctest: +SKIP
-    >>> changes = spark.createDataFrame([(1, 11, 8.0)], "day int, id long, amount double")
+    >>> changes = spark.createDataFrame([(1, 11, 8.0)],
+    ...                                 "day int, id long, amount double")  # doctest: +SKIP
     >>> kfs.merge_dataset_from_sdf(changes, "file:///data", "orders",
     ...                            on=["day", "id"]).rows_updated  # doctest: +SKIP
     1

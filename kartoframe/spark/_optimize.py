@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api._cube_args import fill
-from kartoframe.api.optimize import optimize_arguments, prepared_optimize
+from kartoframe.api.optimize import optimize_arguments
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_optimize import optimize_with_spark
+from kartoframe.front.args import StoreInput, ensure_store
+from kartoframe.front.cube_args import fill
+from kartoframe.front.optimize import prepared_optimize
 from kartoframe.plan.optimize import (
     OptimizeResult,
 )

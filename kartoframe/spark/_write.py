@@ -5,10 +5,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kartoframe.api import _dataset_signatures as sig
-from kartoframe.api._args import arguments_of, same_parameters, serializer_arg
-from kartoframe.api._docs import fill
-from kartoframe.api.write import DatasetMetadataResult
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution import spark_engine
 from kartoframe.execution.spark_write import write_and_commit
@@ -18,6 +14,10 @@ from kartoframe.execution.write_resolve import (
     update_target,
     written_extras,
 )
+from kartoframe.front import dataset_signatures as sig
+from kartoframe.front.args import arguments_of, same_parameters, serializer_arg
+from kartoframe.front.docs import fill
+from kartoframe.front.results import DatasetMetadataResult
 from kartoframe.plan.arguments import str_list
 from kartoframe.plan.write_request import check_update_input
 

@@ -10,8 +10,6 @@
 from __future__ import annotations
 
 import ast
-import doctest
-import importlib
 import inspect
 import pathlib
 import re
@@ -67,20 +65,7 @@ def test_migration_rows_name_existing_kartoframe_objects() -> None:
         assert hasattr(kf, counterpart), f"docs/migration.md names kf.{counterpart}"
 
 
-@pytest.mark.parametrize(
-    "module",
-    [
-        "kartoframe.api.utils",
-        "kartoframe.format.plateau_schema",
-        "kartoframe.api.delayed",
-        "kartoframe.api.bag",
-    ],
-)
-def test_docstring_examples(module: str) -> None:
-    result = doctest.testmod(
-        importlib.import_module(module), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    )
-    assert result.failed == 0 and result.attempted > 0
+# their docstring examples run in tests/test_docs_examples.py (every module's)
 
 
 def _kartoframe_imports(plateau_imports: str) -> str:

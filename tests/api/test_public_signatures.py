@@ -3,7 +3,7 @@
 kartothek's and plateau's users call these functions positionally, so a parameter's name,
 kind, order, default or annotation must not change by accident, in particular where one
 function's parameters are written once and adopted by another
-(:func:`kartoframe.api._args.same_parameters`, ``verb_like``). A deliberate change edits
+(:func:`kartoframe.front.args.same_parameters`, ``verb_like``). A deliberate change edits
 the expected signature here.
 """
 
@@ -16,7 +16,7 @@ import typing
 import pytest
 
 from kartoframe.api import read
-from kartoframe.api._args import Keywords, arguments_of, same_parameters
+from kartoframe.front.args import Keywords, arguments_of, same_parameters
 
 EXPECTED = {
     "kartoframe.read_table": (

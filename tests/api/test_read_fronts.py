@@ -1,4 +1,4 @@
-"""Every dataset read front checks the shared read arguments alike (api/_args.read_front)."""
+"""Every dataset read front checks the shared read arguments alike (front/args.read_front)."""
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import pytest
 
 import kartoframe as kf
 from kartoframe.cli import main
-from kartoframe.cli._query import TABLE_ROWS, query_dataset
+from kartoframe.cli._query import TABLE_ROWS, QueryRequest, query_dataset
 from kartoframe.cli._targets import resolve
 
 #: 20 files of 10 rows: ``n`` is the row number over the whole dataset.
@@ -33,7 +33,7 @@ def _target(root: str):
 def test_a_limit_reads_fewer_files_and_returns_the_first_rows(many_files) -> None:
     full = kf.read_table("big", many_files)
     assert len(full) == 10 * FILES
-    result = query_dataset(_target(many_files), [], None, None, 5, progress=False)
+    result = query_dataset(_target(many_files), QueryRequest(limit=5))
     [(_, df)] = result.groups
     assert result.files_planned == FILES
     assert result.files_read is not None and result.files_read < FILES
@@ -43,13 +43,13 @@ def test_a_limit_reads_fewer_files_and_returns_the_first_rows(many_files) -> Non
 
 def test_a_terminal_table_reads_what_it_shows(many_files) -> None:
     """No --limit: the table shows 100 rows, and no more than that (and one) is read."""
-    result = query_dataset(_target(many_files), [], None, None, None, False, budget=TABLE_ROWS)
+    result = query_dataset(_target(many_files), QueryRequest(), budget=TABLE_ROWS)
     assert result.more and result.rows == TABLE_ROWS
     assert result.files_read is not None and result.files_read < FILES
     # everything when everything fits, and a filtered query stops the same way
-    small = query_dataset(_target(many_files), ["n < 30"], None, None, None, False, budget=100)
+    small = query_dataset(_target(many_files), QueryRequest(["n < 30"]), budget=100)
     assert small.rows == 30 and not small.more
-    csv = query_dataset(_target(many_files), [], None, None, None, progress=False)
+    csv = query_dataset(_target(many_files), QueryRequest())
     assert csv.rows == 10 * FILES and csv.files_read == FILES
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 import kartoframe as kf
-from kartoframe.cli._query import query_cube
+from kartoframe.cli._query import QueryRequest, query_cube
 from kartoframe.cli._targets import resolve
 from kartoframe.storage import resolve as storage_resolve
 
@@ -39,7 +39,7 @@ def test_a_cube_query_loads_each_header_once(tmp_path: Any, monkeypatch: Any) ->
                 if value is real:
                     monkeypatch.setattr(mod, attr, counting)
     target = resolve(store, "geo")
-    result = query_cube(target, ["i == 1", "w > 4"], None, None, None, (), None, False)
+    result = query_cube(target, QueryRequest(["i == 1", "w > 4"]))
     assert sorted(loads) == ["geo++enrich", "geo++seed"]
     [(_, df)] = result.groups
     assert sorted(df["d"]) == [5, 9, 13, 17]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import doctest
-
 import pandas as pd
 import pytest
 
@@ -43,11 +41,4 @@ def test_dask_accessor_cube_verbs(cube, store, seed_df, enrich_df):
     assert len(seed_md.partitions) == 3
 
 
-@pytest.mark.parametrize(
-    "module",
-    [kartoframe.api.cube, kartoframe.format.cube, kartoframe.plan.conditions],
-    ids=lambda m: m.__name__,
-)
-def test_docstring_examples(module):
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    assert result.failed == 0 and result.attempted > 0
+# their docstring examples run in tests/test_docs_examples.py (every module's)

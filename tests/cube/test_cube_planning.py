@@ -7,9 +7,9 @@ import pytest
 
 import kartoframe as kf
 from kartoframe import C
-from kartoframe.api.cube import plan_cube_query
 from kartoframe.execution import read_resolve
 from kartoframe.execution.cube_join import load_group, run_merged
+from kartoframe.front.cube_query import plan_cube_query
 
 
 @pytest.fixture

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 import kartoframe as kf
 from kartoframe import C
-from kartoframe.api.cube import plan_cube_query
 from kartoframe.execution.cube_join import load_group
+from kartoframe.front.cube_query import plan_cube_query
 
 CUBE = kf.Cube(["x", "y"], ["p"], "prop", index_columns=["i"])
 COLUMN_VALUES: dict[str, Any] = {

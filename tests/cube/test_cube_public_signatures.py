@@ -2,7 +2,7 @@
 
 They are kartothek's API: names, order, kinds, defaults and annotations must not change
 when the fronts are refactored (several are built from one signature source, see
-:mod:`kartoframe.api._cube_args`). Each block is ``qualified name -> return annotation``
+:mod:`kartoframe.front.cube_args`). Each block is ``qualified name -> return annotation``
 then one parameter a line, as :func:`inspect.signature` reports it (``*`` where the
 keyword-only parameters start).
 """
@@ -49,7 +49,7 @@ kartoframe.api.cube.query_cube -> list[pd.DataFrame]
     dimension_columns: 'Iterable[str] | None' = None
     partition_by: 'Iterable[str] | None' = None
     payload_columns: 'Iterable[str] | None' = None
-kartoframe.api.cube.query_cube_dataframe -> dd.DataFrame
+kartoframe.dask.cube.query_cube_dataframe -> dd.DataFrame
     cube: 'Cube'
     store: 'StoreInput'
     conditions: 'ConditionsArg' = None
@@ -110,7 +110,7 @@ kartoframe.api.cube_write.update_cube -> dict[str, DatasetMetadataResult]
     app_id: 'str | None' = None
     app_version: 'int | None' = None
     commit_info: 'Mapping[str, Any] | None' = None
-kartoframe.api.cube_dask.append_to_cube_from_dataframe -> Any
+kartoframe.dask.cube.append_to_cube_from_dataframe -> Any
     data: 'Any'
     cube: 'Cube'
     store: 'StoreInput'
@@ -123,7 +123,7 @@ kartoframe.api.cube_dask.append_to_cube_from_dataframe -> Any
     app_id: 'str | None' = None
     app_version: 'int | None' = None
     commit_info: 'Mapping[str, Any] | None' = None
-kartoframe.api.cube_dask.build_cube_from_dataframe -> Any
+kartoframe.dask.cube.build_cube_from_dataframe -> Any
     data: 'Any'
     cube: 'Cube'
     store: 'StoreInput'
@@ -137,7 +137,7 @@ kartoframe.api.cube_dask.build_cube_from_dataframe -> Any
     app_id: 'str | None' = None
     app_version: 'int | None' = None
     commit_info: 'Mapping[str, Any] | None' = None
-kartoframe.api.cube_dask.extend_cube_from_dataframe -> Any
+kartoframe.dask.cube.extend_cube_from_dataframe -> Any
     data: 'Any'
     cube: 'Cube'
     store: 'StoreInput'
@@ -151,7 +151,7 @@ kartoframe.api.cube_dask.extend_cube_from_dataframe -> Any
     app_id: 'str | None' = None
     app_version: 'int | None' = None
     commit_info: 'Mapping[str, Any] | None' = None
-kartoframe.api.cube_dask.update_cube_from_dataframe -> Any
+kartoframe.dask.cube.update_cube_from_dataframe -> Any
     data: 'Any'
     cube: 'Cube'
     store: 'StoreInput'
@@ -485,7 +485,7 @@ def test_public_signature_is_pinned(qualname: str) -> None:
     assert func.__doc__ and func.__doc__.strip() and "$" not in func.__doc__
 
 
-#: the verbs built from one signature source (kartoframe.api._cube_signatures)
+#: the verbs built from one signature source (kartoframe.front.cube_signatures)
 COMPOSED = [
     f"kartoframe.{name}"
     for verb in ("build", "extend", "append_to", "update")
@@ -507,7 +507,7 @@ def test_the_expected_blocks_parse() -> None:
 
 
 def test_every_public_cube_function_is_pinned() -> None:
-    modules = ["kartoframe.api.cube", "kartoframe.api.cube_write", "kartoframe.api.cube_dask"]
+    modules = ["kartoframe.api.cube", "kartoframe.api.cube_write", "kartoframe.dask.cube"]
     for module_name in [*modules, "kartoframe.api.cube_admin"]:
         for name in importlib.import_module(module_name).__all__:
             assert f"{module_name}.{name}" in BLOCKS

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 import kartoframe as kf
 from kartoframe import C
-from kartoframe.api.cube import plan_cube_query
 from kartoframe.execution.cube_join import load_group
+from kartoframe.front.cube_query import plan_cube_query
 from kartoframe.plan.cube_query import CubeQueryPlan
 from kartoframe.storage.resolve import load_dataset, statistics_ref
 

@@ -11,12 +11,12 @@ import pyarrow as pa
 import pytest
 
 import kartoframe as kf
-from kartoframe.api.cube_dask import (
+from kartoframe.api.read import plan_read
+from kartoframe.dask.cube import (
     append_to_cube_from_dataframe,
     build_cube_from_dataframe,
     update_cube_from_dataframe,
 )
-from kartoframe.api.read import plan_read
 from kartoframe.storage.resolve import load_dataset, statistics_ref
 
 

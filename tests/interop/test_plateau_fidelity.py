@@ -251,7 +251,7 @@ def test_csv_serializer_arguments(tmp_path) -> None:
         kf.store_dataframes_as_dataset(url, "ds", [nested], df_serializer=kf.CsvSerializer())
     assert not kf.Store(url).exists("ds.by-dataset-metadata.json")
     assert list(kf.Store(url).iter_keys()) == []  # nothing left behind
-    from kartoframe.api._args import serializer_arg  # what the Spark writes check
+    from kartoframe.front.args import serializer_arg  # what the Spark writes check
 
     with pytest.raises(kf.InvalidInputError, match="Spark writes Parquet only"):
         serializer_arg(kf.CsvSerializer())

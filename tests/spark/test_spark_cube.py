@@ -17,9 +17,9 @@ from spark_helpers import rows
 
 import kartoframe as kf
 import kartoframe.spark as kfs
-from kartoframe.api.cube import plan_cube_query
 from kartoframe.execution.spark_cube import cube_output_schema
 from kartoframe.format.spark_types import spark_arrow_schema, to_spark_table
+from kartoframe.front.cube_query import plan_cube_query
 
 pytestmark = pytest.mark.spark
 

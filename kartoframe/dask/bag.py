@@ -1,7 +1,7 @@
 """plateau's ``dask.bag`` API on kartoframe's plans.
 
 ``read_dataset_as_dataframe_bag`` is a bag whose items are the DataFrames of
-:func:`~kartoframe.api.delayed.read_dataset_as_delayed` (one per planned read task);
+:func:`~kartoframe.dask.delayed.read_dataset_as_delayed` (one per planned read task);
 ``store_bag_as_dataset`` writes every bag partition in one task and commits once;
 ``build_dataset_indices__bag`` reads the index columns of each file in its own task and
 commits the rebuilt indices in one final task.
@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kartoframe.api import _dataset_signatures as sig
-from kartoframe.api._args import StoreInput, arguments_of, dataset_args, same_parameters
-from kartoframe.api._docs import fill
-from kartoframe.api.delayed import read_dataset_as_delayed, store_delayed_as_dataset
-from kartoframe.api.write import DatasetMetadataResult
+from kartoframe.dask.delayed import read_dataset_as_delayed, store_delayed_as_dataset
 from kartoframe.errors import InvalidTypeError
 from kartoframe.execution.index_build import plan_index_build
+from kartoframe.front import dataset_signatures as sig
+from kartoframe.front.args import StoreInput, arguments_of, dataset_args, same_parameters
+from kartoframe.front.docs import fill
+from kartoframe.front.results import DatasetMetadataResult
 from kartoframe.plan.arguments import str_list
 
 __all__ = [

@@ -1,16 +1,16 @@
 """What the cube fronts (eager, dask, Spark) share: the cube check, docstring fragments.
 
-The cube and Spark fragments below extend :mod:`kartoframe.api._docs` (use their ``$name``
+The cube and Spark fragments below extend :mod:`kartoframe.front.docs` (use their ``$name``
 lines with :func:`fill`, imported from here so the fragments are registered first).
 Fronts with the same parameters share one signature with
-:func:`kartoframe.api._args.same_parameters`.
+:func:`kartoframe.front.args.same_parameters`.
 """
 
 from __future__ import annotations
 
-from kartoframe.api._docs import _TEXT, FRAGMENTS, _fragments, fill
 from kartoframe.errors import InvalidTypeError
 from kartoframe.format.cube import Cube
+from kartoframe.front.docs import _TEXT, FRAGMENTS, _fragments, fill
 
 __all__ = ["check_cube", "fill"]
 

@@ -1,6 +1,8 @@
-"""Dask cube writes: ``build/extend/append/update_cube_from_dataframe``.
+"""Dask cube queries and writes: ``query_cube_dataframe`` and
+``build/extend/append/update_cube_from_dataframe``.
 
-Every function validates what can be validated without computing the data (input types,
+A query is planned now (:func:`~kartoframe.front.cube_query.plan_cube_query`); its tasks
+read the files. Every write validates what can be validated without computing the data (input types,
 columns of the frames' ``meta``, seed and dimension rules, payload ownership, schemas
 against the stored datasets, the resulting cube) **before** building the graph, and
 returns a ``dask.delayed`` object. Computing it writes each partition in its own task
@@ -13,26 +15,48 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kartoframe.api import _cube_signatures as sig
-from kartoframe.api._args import StoreInput, arguments_of, same_parameters, verb_like
-from kartoframe.api._cube_args import check_cube
-from kartoframe.api.cube_write import cube_serializer, cube_write_front, handles
 from kartoframe.errors import InvalidInputError, InvalidTypeError
 from kartoframe.execution.cube_resolve import frames_by_dataset
 from kartoframe.execution.cube_write import CubeWriteJob
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.convert import frame_to_table
 from kartoframe.format.cube import Cube, str_tuple
+from kartoframe.front import cube_signatures as sig
+from kartoframe.front.args import StoreInput, arguments_of, same_parameters, verb_like
+from kartoframe.front.cube_args import check_cube
+from kartoframe.front.cube_query import plan_cube_query
+from kartoframe.front.cube_write import cube_serializer, cube_write_front, handles
 from kartoframe.plan.cube_write import Operation, check_user_frame
+
+if TYPE_CHECKING:
+    import dask.dataframe as dd
 
 __all__ = [
     "append_to_cube_from_dataframe",
     "build_cube_from_dataframe",
     "extend_cube_from_dataframe",
+    "query_cube_dataframe",
     "update_cube_from_dataframe",
 ]
+
+
+@same_parameters(sig.Query)
+def query_cube_dataframe(*args: Any, **kwargs: Any) -> dd.DataFrame:
+    """Query a cube as a dask DataFrame (one partition per query group).
+
+    Same semantics and arguments as :func:`~kartoframe.query_cube`; ``meta`` has the exact result
+    dtypes. Planning happens now (metadata and needed indices); data files are read by
+    the tasks.
+    """
+    from kartoframe.execution.cube_dask import plan_to_dataframe
+
+    # one frame per group: the same integer dtypes in all of them
+    arguments = arguments_of(query_cube_dataframe, args, kwargs)
+    plan, st = plan_cube_query(**arguments, consistent_integers=True)
+    result: dd.DataFrame = plan_to_dataframe(plan, st)
+    return result
 
 
 def _dask_frame(ds_id: str, ddf: Any) -> Any:

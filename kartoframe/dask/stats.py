@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api._docs import fill
 from kartoframe.errors import InvalidInputError
+from kartoframe.front.args import StoreInput, ensure_store
+from kartoframe.front.docs import fill
 from kartoframe.plan.arguments import check_uuid, resolve_factory, str_list
 from kartoframe.storage.resolve import load_dataset
 
@@ -127,9 +127,9 @@ def collect_dataset_metadata(
     (3, 2)
     """
     dataset_uuid, store = resolve_factory(factory, dataset_uuid, store)
-    from kartoframe.api.read import plan_read
     from kartoframe.execution import dask_engine as de
     from kartoframe.execution.graph_stats import metadata_graph
+    from kartoframe.execution.read_plan import plan_read
 
     de.dask_modules()
     if not isinstance(frac, int | float) or isinstance(frac, bool) or not 0.0 < frac <= 1.0:

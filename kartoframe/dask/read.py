@@ -1,6 +1,6 @@
 """Datasets as dask DataFrames: lazy reads (plateau ``io.dask`` names).
 
-Graph-based writes live in :mod:`kartoframe.api.dask_write`.
+Graph-based writes live in :mod:`kartoframe.dask.write`.
 
 dask is imported only when one of these functions runs, so ``import kartoframe`` works without
 it; calling them without dask raises :class:`~kartoframe.errors.MissingDependencyError`.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kartoframe.api import _dataset_signatures as sig
-from kartoframe.api._args import arguments_of, read_front, same_parameters
-from kartoframe.api._docs import fill
 from kartoframe.errors import InvalidInputError
+from kartoframe.front import dataset_signatures as sig
+from kartoframe.front.args import arguments_of, read_front, same_parameters
+from kartoframe.front.docs import fill
 
 __all__ = ["read_dataset_as_ddf"]
 

@@ -14,8 +14,11 @@ import uuid as _uuid
 from collections.abc import Mapping
 from typing import Any
 
-from kartoframe.api import _dataset_signatures as sig
-from kartoframe.api._args import (
+from kartoframe.api.maintenance import delete_dataset, garbage_collect_dataset
+from kartoframe.errors import EmptyInputError, InvalidTypeError
+from kartoframe.execution.write_resolve import Front, store_target, update_target, written_extras
+from kartoframe.front import dataset_signatures as sig
+from kartoframe.front.args import (
     StoreInput,
     any_serializer_arg,
     arguments_of,
@@ -23,11 +26,8 @@ from kartoframe.api._args import (
     read_front,
     same_parameters,
 )
-from kartoframe.api._docs import fill
-from kartoframe.api.maintenance import delete_dataset, garbage_collect_dataset
-from kartoframe.api.write import DatasetMetadataResult
-from kartoframe.errors import EmptyInputError, InvalidTypeError
-from kartoframe.execution.write_resolve import Front, store_target, update_target, written_extras
+from kartoframe.front.docs import fill
+from kartoframe.front.results import DatasetMetadataResult
 from kartoframe.plan.arguments import str_list
 from kartoframe.storage.retention import DEFAULT_RETENTION_HOURS, GRACE_HOURS
 

@@ -2,8 +2,8 @@
 
 The reads and writes of every engine take mostly the same keywords, in different orders.
 A group declares some keywords (name, type, default) once; a front's signature source
-composes its groups (:class:`~kartoframe.api._args.Keywords` dataclasses) and
-:func:`~kartoframe.api._args.same_parameters` gives it to the public function, so mypy,
+composes its groups (:class:`~kartoframe.front.args.Keywords` dataclasses) and
+:func:`~kartoframe.front.args.same_parameters` gives it to the public function, so mypy,
 :func:`inspect.signature`, ``help()`` and Sphinx see exactly these parameters. Fields
 come in reverse MRO order: a source lists its groups **last first**, then declares its
 own last keywords (``kw_only=True``: its own keywords are keyword-only).
@@ -18,9 +18,9 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.api._args import Keywords, StoreInput
 from kartoframe.execution.write import DataSerializer, ParquetSerializer
 from kartoframe.format.schema import SchemaEvolution
+from kartoframe.front.args import Keywords, StoreInput
 from kartoframe.plan.write_request import MetadataArg
 
 #: ``pyspark.sql.DataFrame`` (pyspark is imported by the Spark engine only).

@@ -1,14 +1,14 @@
 """The keyword lists of the cube verbs (kartothek's API), each keyword declared once.
 
 A group below declares some keywords (name, type, default) once; a verb's signature source
-is a dataclass made of its groups, which :func:`kartoframe.api._args.same_parameters`
+is a dataclass made of its groups, which :func:`kartoframe.front.args.same_parameters`
 gives the public verb: mypy (``ParamSpec``), :func:`inspect.signature`, ``help()`` and
 Sphinx then see exactly these parameters. The eager, dask and Spark verbs differ only in
 the groups they add.
 
-The groups are :class:`~kartoframe.api._args.Keywords` dataclasses (the application
+The groups are :class:`~kartoframe.front.args.Keywords` dataclasses (the application
 transaction and schema evolution ones are the dataset fronts', from
-:mod:`kartoframe.api._dataset_signatures`). Fields come in reverse MRO order: a source
+:mod:`kartoframe.front.dataset_signatures`). Fields come in reverse MRO order: a source
 lists its groups **last first** (``class Build(_Txn, _Serializer, _Placement, _Metadata,
 _Input)`` takes ``data, cube, store, metadata, overwrite, partition_on, df_serializer,
 app_id, ...``); keyword-only fields (``kw_only=True`` groups and sources' own keywords)
@@ -21,12 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kartoframe.api._args import Keywords, StoreInput
-from kartoframe.api._dataset_signatures import _Evolution, _Txn
-from kartoframe.api.metadata import DatasetMetadata
 from kartoframe.execution.write import ParquetSerializer
 from kartoframe.format.cube import Cube
 from kartoframe.format.schema import SchemaEvolution
+from kartoframe.front.args import Keywords, StoreInput
+from kartoframe.front.dataset_signatures import _Evolution, _Txn
+from kartoframe.front.metadata import DatasetMetadata
 from kartoframe.plan.conditions import ConditionsArg
 
 #: ``pyspark.sql.SparkSession`` (pyspark is imported by the Spark engine only).

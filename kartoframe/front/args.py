@@ -125,7 +125,7 @@ def same_parameters(source: Callable[P, Any]) -> Callable[[Callable[..., R]], Ca
     written once: the second one is ``def f(*args, **kwargs) -> ...`` and forwards them (or
     reads them by name with :func:`arguments_of`). ``source`` is a function or a dataclass
     whose fields are the parameters (composed of keyword groups, see
-    :mod:`kartoframe.api._dataset_signatures`). ``inspect.signature``, ``help()``, Sphinx
+    :mod:`kartoframe.front.dataset_signatures`). ``inspect.signature``, ``help()``, Sphinx
     and mypy see ``source``'s parameters (names, kinds, order, defaults and annotations)
     and ``f``'s own return annotation. ``f`` itself is returned, not a wrapper: its name,
     module, source and doctests stay its own.
@@ -153,7 +153,7 @@ class Keywords:
 
     ``class G(Keywords)`` declares parameters (positional-or-keyword; ``kw_only=True`` in
     the class statement: keyword-only); groups compose by inheritance into the signature
-    source of :func:`same_parameters` (see :mod:`kartoframe.api._dataset_signatures`).
+    source of :func:`same_parameters` (see :mod:`kartoframe.front.dataset_signatures`).
     """
 
     def __init_subclass__(cls, *, kw_only: bool = False, **kwargs: Any) -> None:

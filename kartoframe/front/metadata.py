@@ -9,11 +9,11 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from kartoframe.api._args import StoreInput, ensure_store
-from kartoframe.api._docs import fill
 from kartoframe.errors import InvalidInputError
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader
+from kartoframe.front.args import StoreInput, ensure_store
+from kartoframe.front.docs import fill
 from kartoframe.plan.arguments import check_uuid
 from kartoframe.storage.resolve import load_dataset, load_indices
 from kartoframe.storage.store import Store
