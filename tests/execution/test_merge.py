@@ -403,3 +403,25 @@ def test_a_failed_dask_task_commits_nothing_and_cleans_up(file_store, compute) -
         compute(job)
     assert set(file_store.iter_keys("")) == keys  # the other task's file is gone again
     assert kf.read_dataset_metadata(UUID, file_store).partitions == header.partitions
+
+
+def test_a_dask_dry_run_and_a_retried_dask_merge_write_nothing(file_store, compute) -> None:
+    import dask.dataframe as dd
+
+    _many_days(file_store)
+    src = _frame([1, 2, 3], [60, 310, 10_000], [-1.0, -2.0, -3.0])
+    keys = set(file_store.iter_keys(""))
+    eager = kf.merge_dataset(src, file_store, UUID, on=["p", "k"], dry_run=True)
+    ddf = dd.from_pandas(src, npartitions=2)
+    dry = compute(kf.merge_dataset_from_ddf(ddf, file_store, UUID, on=["p", "k"], dry_run=True))
+    assert dry == eager and dry.dry_run and dry.version is None
+    assert set(file_store.iter_keys("")) == keys
+    # the same application step twice: the second graph computes to a result and writes nothing
+    first = kf.merge_dataset_from_ddf(ddf, file_store, UUID, on="k", app_id="job", app_version=3)
+    assert compute(first).version is not None
+    keys = set(file_store.iter_keys(""))
+    again = kf.merge_dataset_from_ddf(ddf, file_store, UUID, on="k", app_id="job", app_version=3)
+    result = compute(again)
+    assert result.version is None and result.files_added == 0
+    assert set(file_store.iter_keys("")) == keys
+    assert (kf.read_table(UUID, file_store)["k"] == 10_000).sum() == 1
