@@ -97,9 +97,9 @@ def test_a_replace_racing_a_spark_merge_one_wins(spark: Any, tmp_path: pathlib.P
     sdf = spark.createDataFrame(_changes())
 
     from kartoframe.api.merge import merge_dataset
-    from kartoframe.front.merge import prepared_merge
     from kartoframe.execution.spark_merge import merge_with_spark
     from kartoframe.front.args import arguments_of
+    from kartoframe.front.merge import prepared_merge
 
     values = arguments_of(merge_dataset, (sdf.toArrow(), store, "ds"), {"on": ["country", "id"]})
     st, plan, commit = prepared_merge(values)
