@@ -60,7 +60,10 @@ def test_tiny_run_prints_every_line_and_saves_them(tmp_path: pathlib.Path) -> No
     memory = data["report"]["memory"]
     for variant in ("kartoframe-compact", "kartoframe-sort", "deltalake-compact"):
         assert memory[variant]["removed"] == 30, memory[variant]
-        assert memory[variant]["rss_peak"] >= memory[variant]["rss_after_imports"]
+        # Linux batches RSS counters per thread (up to 64 pages each before they are summed),
+        # so the high-water mark read after a tiny optimize can sit a few pages under the
+        # RSS read before it (seen: 64 KiB under); more than 1 MiB under is a broken probe
+        assert memory[variant]["rss_peak"] >= memory[variant]["rss_after_imports"] - 2**20
     assert "row groups read = " in text and "peak memory = " in text
     assert text.count("CPU time (all threads), median") == 6  # compact x 2, cluster x 4
 
