@@ -208,9 +208,13 @@ class RetryingStore:
             e,
         )
 
-    def _call(self, what: str, key: str, fn: Callable[[], T]) -> T:
+    def _call(self, what: str, key: str, fn: Callable[[], T], attempts: int | None = None) -> T:
+        """Run ``fn``, its store failures reported as :class:`StorageError` (and kin);
+        transient ones are retried up to ``attempts`` (default: the store's ``retries``).
+        """
+        limit = self.retries if attempts is None else attempts
         delay = 0.05
-        for attempt in range(1, self.retries + 1):
+        for attempt in range(1, limit + 1):
             try:
                 return fn()
             except KartoframeError:
@@ -226,7 +230,7 @@ class RetryingStore:
                     raise cred_error from cred_error.__cause__
                 if not is_store_failure(e):
                     raise
-                if attempt >= self.retries or not is_transient(e):
+                if attempt >= limit or not is_transient(e):
                     err = self._chain(self._error(what, key, e, attempt), e)
                     raise err from err.__cause__
                 time.sleep(delay * (1 + random.random()))

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import itertools
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypedDict, Unpack
 
 import pyarrow as pa
@@ -87,28 +90,44 @@ def write_row_groups(
     first one's schema) as one row group, as they come; return its size in bytes.
 
     Only one row group is in memory at a time (a local file is written as it grows; an
-    object store's object is encoded in memory, then uploaded). A failure may leave a
-    partial object behind: the caller deletes it.
+    object store's object is encoded in memory, then uploaded). A failure of a local
+    file is a :class:`~kartoframe.errors.StorageError`, as with :func:`write_table` (not
+    retried: the rows before it are gone); the source's own errors pass as they are. A
+    failure may leave a partial object behind: the caller deletes it.
     """
     groups = iter(row_groups)
     head = [next(groups)]  # the only reference to the first group: written, then dropped
     schema = head[0].schema
     kwargs = _write_options(head[0], compression)
-    local = store.is_local
-    path = store.path(key)
-    sink: Any = path if local else pa.BufferOutputStream()
-    writer = (
-        local_makedirs(path, lambda: pq.ParquetWriter(sink, schema, **kwargs))
-        if local
-        else pq.ParquetWriter(sink, schema, **kwargs)
-    )
-    with writer:
-        writer.write_table(head[0], row_group_size=max(1, head[0].num_rows))
-        head.clear()
-        for group in groups:
-            writer.write_table(group, row_group_size=max(1, group.num_rows))
+    if store.is_local:
+        path = store.path(key)
+
+        def call(fn: Callable[[], Any]) -> Any:
+            return store.once("write", key, fn)
+
+        def _open() -> pq.ParquetWriter:
+            return local_makedirs(path, lambda: pq.ParquetWriter(path, schema, **kwargs))
+
+        writer = store.with_retry("write", key, _open)  # creating the file can be repeated
+    else:
+        sink = pa.BufferOutputStream()
+
+        def call(fn: Callable[[], Any]) -> Any:
+            return fn()  # into memory: no store failure
+
+        writer = pq.ParquetWriter(sink, schema, **kwargs)
+    try:
+        for group in itertools.chain([head.pop()], groups):
+            call(
+                functools.partial(writer.write_table, group, row_group_size=max(1, group.num_rows))
+            )
             del group
-    if local:
+        call(writer.close)  # the footer
+    except BaseException:
+        with contextlib.suppress(Exception):  # its error is not the one to report
+            writer.close()  # an incomplete file: the caller deletes it
+        raise
+    if store.is_local:
         return os.path.getsize(path)
     data = sink.getvalue().to_pybytes()
     store.put(key, data)

@@ -554,6 +554,12 @@ class Store(RetryingStore):
         """Run ``fn`` with this store's retry policy for transient errors."""
         return self._call(what, key, fn)
 
+    def once(self, what: str, key: str, fn: Callable[[], T]) -> T:
+        """Run ``fn`` once, its failures reported as :meth:`with_retry` reports them, for
+        what cannot be repeated (the next part of a file being written).
+        """
+        return self._call(what, key, fn, attempts=1)
+
 
 def _as_bytes(data: Any) -> bytes:
     return data if isinstance(data, bytes) else bytes(data)

@@ -5,6 +5,10 @@ file; and a failure part-way leaves no file behind."""
 
 from __future__ import annotations
 
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -118,6 +122,33 @@ def test_a_failure_part_way_leaves_no_file(tmp_path, url: str) -> None:
         yield batches[1]
         raise OSError("the source broke")
 
-    with pytest.raises(OSError, match="the source broke"):
+    with pytest.raises(OSError, match="the source broke") as info:
         write_stream(store, "u", failing(), partition_on=PK, partition_values=[1], **_options())
+    assert not isinstance(info.value, kf.StorageError)  # the source's error, as it was
     assert list(store.iter_keys("u/")) == []
+
+
+_FULL_DISK = """
+import resource, signal, sys
+import kartoframe as kf
+from kartoframe.execution.chunks import write_stream
+sys.path.insert(0, {tests!r})
+from test_write_stream import PK, _batches, _options
+
+store = kf.Store({root!r})
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (40_000, resource.RLIM_INFINITY))
+try:
+    write_stream(store, "u", iter(_batches(20_000, [4000] * 4)), partition_on=PK,
+                 partition_values=[1], **_options())
+except kf.StorageError as e:
+    print("StorageError", "write of 'u/table/p=1/" in str(e), list(store.iter_keys("u/")))
+"""
+
+
+def test_a_local_write_failure_is_a_storage_error_and_leaves_no_file(tmp_path) -> None:
+    # the file outgrows the process's file size limit part-way (as a full disk would stop it)
+    code = _FULL_DISK.format(tests=str(pathlib.Path(__file__).parent), root=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["StorageError", "True", "[]"], proc.stdout + proc.stderr
