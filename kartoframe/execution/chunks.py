@@ -52,6 +52,7 @@ __all__ = [
     "WrittenPartition",
     "delete_files",
     "row_groups",
+    "split_rows",
     "write_chunk",
     "write_stream",
 ]
@@ -245,6 +246,41 @@ def row_groups(batches: Iterable[pa.Table], rows: int) -> Iterator[pa.Table]:
         del table
     if pending:
         yield pa.concat_tables(pending)
+
+
+def split_rows(batches: Iterable[pa.Table], rows: int) -> Iterator[Iterator[pa.Table]]:
+    """The rows of ``batches`` in order, as parts of ``rows`` rows (the last one fewer),
+    each part the tables that hold its rows (slices, never copies).
+
+    Take each part's tables before the next part (what is left of a part is skipped).
+    """
+    source = iter(batches)
+    ahead: list[pa.Table] = []
+
+    def filled() -> bool:
+        while not ahead:
+            table = next(source, None)
+            if table is None:
+                return False
+            if table.num_rows:
+                ahead.append(table)
+        return True
+
+    def part() -> Iterator[pa.Table]:
+        need = rows
+        while need and filled():
+            table = ahead.pop()
+            if table.num_rows > need:
+                ahead.append(table.slice(need))
+                table = table.slice(0, need)
+            need -= table.num_rows
+            yield table
+
+    while filled():
+        current = part()
+        yield current
+        for _ in current:  # a part its consumer left unfinished
+            pass
 
 
 def write_stream(

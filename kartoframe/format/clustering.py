@@ -9,6 +9,7 @@ of the columns' ranks, so that a range on *any* of 2–4 columns selects few row
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Literal
 
@@ -21,11 +22,13 @@ from kartoframe.format.arrow_memory import release_unused_memory
 
 __all__ = [
     "SORT_METHODS",
+    "DistinctValues",
     "SortMethod",
     "order_record",
     "sort_indices",
     "sort_table",
     "sorted_columns",
+    "zorder_codes",
     "zorder_indices",
 ]
 
@@ -94,26 +97,87 @@ def zorder_indices(table: pa.Table, columns: Sequence[str]) -> np.ndarray:
 
     Each column is replaced by its dense rank (nulls after every value), scaled to
     ``64 // len(columns)`` bits; the bits of the ranks are interleaved into one code per
-    row, most significant bits first, and the rows are sorted by that code.
+    row, most significant bits first, and the rows are sorted by that code
+    (:func:`zorder_codes` with the table's own :func:`distinct_values`).
     """
+    ranks = [DistinctValues.of(table.column(c)) for c in _zorder_columns(columns)]
+    return np.argsort(zorder_codes(table, columns, ranks), kind="stable")
+
+
+def _zorder_columns(columns: Sequence[str]) -> Sequence[str]:
     k = len(columns)
     if not 1 <= k <= ZORDER_MAX_COLUMNS:
         raise InvalidInputError(
             f"A z-order takes 1 to {ZORDER_MAX_COLUMNS} columns, got {k}: {list(columns)}."
         )
+    return columns
+
+
+@dataclasses.dataclass(frozen=True)
+class DistinctValues:
+    """The distinct non-null values of a column (sorted), and whether it has nulls: what
+    ranks its values densely when the column is seen a part at a time.
+
+    The dense rank of a value is its position among the distinct values by comparison
+    (``-0.0`` ties with ``0.0``, NaN after every number), nulls after every value: the
+    rank ``pyarrow.compute.rank(..., tiebreaker="dense")`` gives the whole column.
+    """
+
+    values: pa.Array
+    has_null: bool
+
+    @classmethod
+    def of(cls, column: pa.Array | pa.ChunkedArray) -> DistinctValues:
+        """The distinct values of ``column``."""
+        unique = pc.unique(column).drop_null()
+        return cls(unique.take(pc.sort_indices(unique)), column.null_count > 0)
+
+    def union(self, other: DistinctValues) -> DistinctValues:
+        """The distinct values of both columns' rows."""
+        both = DistinctValues.of(pa.chunked_array([self.values, other.values]))
+        return DistinctValues(both.values, self.has_null or other.has_null)
+
+    def ranks(self, column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int]:
+        """The 0-based dense ranks of ``column``'s values (all among :attr:`values`, or
+        null), and the highest rank any value of the whole column has.
+        """
+        # the values are distinct by their bits (0.0 and -0.0 are two), their ranks by
+        # comparison
+        value_ranks = np.zeros(0, dtype=np.uint64)
+        if len(self.values):
+            dense = pc.rank(self.values, sort_keys="ascending", tiebreaker="dense")
+            value_ranks = dense.to_numpy().astype(np.uint64) - np.uint64(1)
+        null_rank = int(value_ranks[-1]) + 1 if len(value_ranks) else 0
+        high = null_rank if self.has_null else max(null_rank - 1, 0)
+        where = pc.index_in(column, value_set=self.values)
+        if where.null_count:
+            unknown = pc.and_(pc.is_null(where), pc.is_valid(column))
+            if pc.any(unknown).as_py():
+                raise ValueError("a value the distinct values do not hold")  # a caller's bug
+            where = pc.fill_null(where, len(self.values))
+        lookup = np.append(value_ranks, np.uint64(null_rank))
+        return lookup[where.to_numpy().astype(np.int64)], high
+
+
+def zorder_codes(
+    table: pa.Table, columns: Sequence[str], distinct: Sequence[DistinctValues]
+) -> np.ndarray:
+    """The z-order code of each row of ``table`` (``uint64``; see :func:`zorder_indices`),
+    ranking column ``columns[i]`` by ``distinct[i]``: the distinct values of the column's
+    rows in *every* part, so that the codes of a table seen in parts are those of the
+    whole.
+    """
+    k = len(_zorder_columns(columns))
     bits = 64 // k
     top = np.uint64((1 << bits) - 1)
     codes = np.zeros(table.num_rows, dtype=np.uint64)
     ranks = []
-    for c in columns:
-        # nulls rank last (the default placement)
-        r = pc.rank(table.column(c), sort_keys="ascending", tiebreaker="dense").to_numpy()
-        r = r.astype(np.uint64) - np.uint64(1)
-        high = r.max() if len(r) else np.uint64(0)
+    for c, values in zip(columns, distinct, strict=True):
+        r, high = values.ranks(table.column(c))
         if high > top:  # more distinct values than the bits hold: keep the top bits
             r = (r.astype(np.float64) * (float(top) / float(high))).astype(np.uint64)
         ranks.append(r)
     for b in range(bits - 1, -1, -1):
         for j, r in enumerate(ranks):
             codes |= ((r >> np.uint64(b)) & np.uint64(1)) << np.uint64(b * k + (k - 1 - j))
-    return np.argsort(codes, kind="stable")
+    return codes

@@ -1,0 +1,126 @@
+"""Sorting more rows than a job should hold: sorted runs spilled to the local disk, merged.
+
+``optimize`` with ``sort_by`` sorts each rewrite unit (a partition's files). A unit
+sorted in memory costs the unit, its sorted copy and the indices; a large partition would
+take the worker's memory (delta-rs users report z-order running out of it). Here the
+unit's rows come a few files at a time (:func:`spill_sorted_runs`): each batch is sorted
+and written to a spill file, and :func:`SortedRuns.merged` merges the files back with
+:func:`kartoframe.format.sorted_merge.merge_sorted`, a small batch of each at a time.
+
+The order is exactly the in-memory one (:func:`kartoframe.format.clustering.sort_table`
+of all the rows): a stable sort, ties in input order. A z-order ranks each column by its
+distinct values in the *whole* unit (:class:`~kartoframe.format.clustering.DistinctValues`,
+gathered first from the sort columns alone), so every batch gets the codes the whole
+unit would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+
+import pyarrow as pa
+
+from kartoframe.errors import InvalidInputError
+from kartoframe.format.arrow_memory import release_unused_memory
+from kartoframe.format.clustering import (
+    SORT_METHODS,
+    DistinctValues,
+    SortMethod,
+    sorted_columns,
+    zorder_codes,
+)
+from kartoframe.format.sorted_merge import merge_sorted
+from kartoframe.storage.spill import SpillFolder
+
+__all__ = ["MERGE_BATCH_BYTES", "SortedRuns", "distinct_values", "spill_sorted_runs"]
+
+#: The merge reads each spilled run about this many bytes (Arrow) at a time: it holds one
+#: such batch of every run and at most as many rows held back.
+MERGE_BATCH_BYTES = 256 * 2**10
+#: The z-order code column a run carries while it is sorted and merged.
+_CODE = "__kartoframe_zorder"
+
+
+def distinct_values(columns: Iterable[pa.Table], names: Sequence[str]) -> list[DistinctValues]:
+    """The distinct values of each column of ``names`` over all the tables ``columns``
+    yields (each holds at least those columns), one table at a time.
+    """
+    seen: list[DistinctValues] | None = None
+    for table in columns:
+        part = [DistinctValues.of(table.column(c)) for c in names]
+        seen = part if seen is None else [a.union(b) for a, b in zip(seen, part, strict=True)]
+    if seen is None:
+        seen = [DistinctValues(pa.array([], pa.null()), False) for _ in names]
+    return seen
+
+
+@dataclasses.dataclass(frozen=True)
+class SortedRuns:
+    """Sorted runs in spill files: their rows in order, with :meth:`merged`."""
+
+    spill: SpillFolder
+    paths: tuple[Path, ...]
+    keys: tuple[str, ...]
+    rows: int
+    #: Columns the runs carry for the sort only (the z-order code), dropped on the way out.
+    extra: tuple[str, ...] = ()
+
+    def merged(self) -> Iterator[pa.Table]:
+        """Every row of the runs, in order (see :func:`merge_sorted`), as tables."""
+        for table in merge_sorted([self.spill.read(p) for p in self.paths], self.keys):
+            yield table.drop_columns(list(self.extra)) if self.extra else table
+
+
+def spill_sorted_runs(
+    batches: Iterable[pa.Table],
+    sort_by: Sequence[str],
+    method: SortMethod,
+    spill: SpillFolder,
+    *,
+    distinct: Sequence[DistinctValues] | None = None,
+    merge_batch_bytes: int = MERGE_BATCH_BYTES,
+) -> SortedRuns:
+    """Sort each of ``batches`` and write it to a spill file of ``spill``, one at a time.
+
+    Parameters
+    ----------
+    batches
+        The rows to sort, in input order (ties keep it).
+    sort_by, method
+        The order (as :func:`kartoframe.format.clustering.sort_indices`).
+    spill
+        Where the runs go (the caller closes it after the merge).
+    distinct
+        For a z-order: :func:`distinct_values` of ``sort_by`` over *all* the batches.
+    merge_batch_bytes
+        How much of each run the merge holds at a time.
+    """
+    code = ""
+    keys: tuple[str, ...] = tuple(sort_by)
+    if method == "zorder":
+        if distinct is None:
+            raise ValueError("a z-order of batches needs the distinct values of all of them")
+        code = _CODE
+        keys = (code,)
+    elif method != "linear":
+        raise InvalidInputError(f"sort_method must be one of {list(SORT_METHODS)}, got {method!r}.")
+    paths: list[Path] = []
+    rows = 0
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        if code:
+            codes = zorder_codes(batch, sort_by, distinct or ())
+            batch = batch.append_column(code, pa.array(codes))
+            del codes
+        holder = [batch]
+        del batch
+        run = sorted_columns(holder, keys, "linear")  # stable: ties keep input order
+        per_row = max(1, run.nbytes // max(1, run.num_rows))
+        paths.append(spill.write([run], batch_rows=max(1024, merge_batch_bytes // per_row)))
+        rows += run.num_rows
+        del run
+        release_unused_memory()  # the batch's pages, before the next one is read
+    return SortedRuns(spill, tuple(paths), keys, rows, (code,) if code else ())
