@@ -45,15 +45,16 @@ _CODE = "__kartoframe_zorder"
 
 def distinct_values(columns: Iterable[pa.Table], names: Sequence[str]) -> list[DistinctValues]:
     """The distinct values of each column of ``names`` over all the tables ``columns``
-    yields (each holds at least those columns), one table at a time.
+    yields (each holds at least those columns), reading one table at a time.
+
+    Each table's distinct values are kept and united once at the end (uniting as they
+    come would sort the growing set again for every table).
     """
-    seen: list[DistinctValues] | None = None
+    parts: list[list[DistinctValues]] = [[] for _ in names]
     for table in columns:
-        part = [DistinctValues.of(table.column(c)) for c in names]
-        seen = part if seen is None else [a.union(b) for a, b in zip(seen, part, strict=True)]
-    if seen is None:
-        seen = [DistinctValues(pa.array([], pa.null()), False) for _ in names]
-    return seen
+        for seen, c in zip(parts, names, strict=True):
+            seen.append(DistinctValues.of(table.column(c)))
+    return [DistinctValues.union_of(seen) for seen in parts]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,6 +10,7 @@ of the columns' ranks, so that a range on *any* of 2–4 columns selects few row
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Sequence
 from typing import Literal
 
@@ -98,10 +99,16 @@ def zorder_indices(table: pa.Table, columns: Sequence[str]) -> np.ndarray:
     Each column is replaced by its dense rank (nulls after every value), scaled to
     ``64 // len(columns)`` bits; the bits of the ranks are interleaved into one code per
     row, most significant bits first, and the rows are sorted by that code
-    (:func:`zorder_codes` with the table's own :func:`distinct_values`).
+    (:func:`zorder_codes` of the whole table).
     """
-    ranks = [DistinctValues.of(table.column(c)) for c in _zorder_columns(columns)]
-    return np.argsort(zorder_codes(table, columns, ranks), kind="stable")
+    return np.argsort(zorder_codes(table, columns), kind="stable")
+
+
+def _whole_ranks(column: pa.ChunkedArray) -> tuple[np.ndarray, int]:
+    """The 0-based dense ranks of a whole column (nulls last) and the highest."""
+    r = pc.rank(column, sort_keys="ascending", tiebreaker="dense").to_numpy()
+    r = r.astype(np.uint64) - np.uint64(1)
+    return r, int(r.max()) if len(r) else 0
 
 
 def _zorder_columns(columns: Sequence[str]) -> Sequence[str]:
@@ -132,15 +139,17 @@ class DistinctValues:
         unique = pc.unique(column).drop_null()
         return cls(unique.take(pc.sort_indices(unique)), column.null_count > 0)
 
-    def union(self, other: DistinctValues) -> DistinctValues:
-        """The distinct values of both columns' rows."""
-        both = DistinctValues.of(pa.chunked_array([self.values, other.values]))
-        return DistinctValues(both.values, self.has_null or other.has_null)
+    @classmethod
+    def union_of(cls, parts: Sequence[DistinctValues]) -> DistinctValues:
+        """The distinct values of all the parts' rows (none: no values, no nulls)."""
+        if not parts:
+            return cls(pa.array([], pa.null()), False)
+        both = cls.of(pa.chunked_array([p.values for p in parts], type=parts[0].values.type))
+        return cls(both.values, any(p.has_null for p in parts))
 
-    def ranks(self, column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int]:
-        """The 0-based dense ranks of ``column``'s values (all among :attr:`values`, or
-        null), and the highest rank any value of the whole column has.
-        """
+    @functools.cached_property
+    def _lookup(self) -> tuple[np.ndarray, int]:
+        """The dense rank of each of :attr:`values` and then of null; the highest rank."""
         # the values are distinct by their bits (0.0 and -0.0 are two), their ranks by
         # comparison
         value_ranks = np.zeros(0, dtype=np.uint64)
@@ -149,31 +158,71 @@ class DistinctValues:
             value_ranks = dense.to_numpy().astype(np.uint64) - np.uint64(1)
         null_rank = int(value_ranks[-1]) + 1 if len(value_ranks) else 0
         high = null_rank if self.has_null else max(null_rank - 1, 0)
-        where = pc.index_in(column, value_set=self.values)
-        if where.null_count:
-            unknown = pc.and_(pc.is_null(where), pc.is_valid(column))
+        return np.append(value_ranks, np.uint64(null_rank)), high
+
+    @functools.cached_property
+    def _numbers(self) -> np.ndarray | None:
+        """:attr:`values` as numbers numpy orders as Arrow does (NaN last), else None."""
+        t = self.values.type
+        if pa.types.is_integer(t) or pa.types.is_floating(t):
+            return np.asarray(self.values.to_numpy(zero_copy_only=False))
+        return None
+
+    def _positions(self, column: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Where each value of ``column`` stands in :attr:`values` (an equal value:
+        ``-0.0`` may find ``0.0``, which has the same rank); ``len(values)`` for null.
+        """
+        numbers = self._numbers
+        if numbers is not None and len(numbers):
+            null = np.asarray(pc.is_null(column).to_numpy(zero_copy_only=False))
+            filled = pc.fill_null(column, self.values[0]) if column.null_count else column
+            wanted = np.asarray(filled.to_numpy())
+            where = np.searchsorted(numbers, wanted)
+            inside = np.minimum(where, len(numbers) - 1)
+            found = numbers[inside] == wanted
+            if pa.types.is_floating(self.values.type):
+                found |= np.isnan(numbers[inside]) & np.isnan(wanted)
+            if not (found | null).all():
+                raise ValueError("a value the distinct values do not hold")  # a caller's bug
+            where[null] = len(numbers)
+            return where
+        positions = pc.index_in(column, value_set=self.values)
+        if positions.null_count:
+            unknown = pc.and_(pc.is_null(positions), pc.is_valid(column))
             if pc.any(unknown).as_py():
                 raise ValueError("a value the distinct values do not hold")  # a caller's bug
-            where = pc.fill_null(where, len(self.values))
-        lookup = np.append(value_ranks, np.uint64(null_rank))
-        return lookup[where.to_numpy().astype(np.int64)], high
+            positions = pc.fill_null(positions, len(self.values))
+        return np.asarray(positions.to_numpy()).astype(np.int64)
+
+    def ranks(self, column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int]:
+        """The 0-based dense ranks of ``column``'s values (all among :attr:`values`, or
+        null), and the highest rank any value of the whole column has.
+        """
+        lookup, high = self._lookup
+        return lookup[self._positions(column)], high
 
 
 def zorder_codes(
-    table: pa.Table, columns: Sequence[str], distinct: Sequence[DistinctValues]
+    table: pa.Table, columns: Sequence[str], distinct: Sequence[DistinctValues] | None = None
 ) -> np.ndarray:
-    """The z-order code of each row of ``table`` (``uint64``; see :func:`zorder_indices`),
-    ranking column ``columns[i]`` by ``distinct[i]``: the distinct values of the column's
-    rows in *every* part, so that the codes of a table seen in parts are those of the
-    whole.
+    """The z-order code of each row of ``table`` (``uint64``; see :func:`zorder_indices`).
+
+    Without ``distinct`` each column is ranked among its values in ``table``. With it,
+    column ``columns[i]`` is ranked by ``distinct[i]``: the distinct values of the
+    column's rows in *every* part, so that the codes of a table seen in parts are those
+    of the whole.
     """
     k = len(_zorder_columns(columns))
     bits = 64 // k
     top = np.uint64((1 << bits) - 1)
     codes = np.zeros(table.num_rows, dtype=np.uint64)
     ranks = []
-    for c, values in zip(columns, distinct, strict=True):
-        r, high = values.ranks(table.column(c))
+    for i, c in enumerate(columns):
+        r, high = (
+            _whole_ranks(table.column(c))
+            if distinct is None
+            else distinct[i].ranks(table.column(c))
+        )
         if high > top:  # more distinct values than the bits hold: keep the top bits
             r = (r.astype(np.float64) * (float(top) / float(high))).astype(np.uint64)
         ranks.append(r)

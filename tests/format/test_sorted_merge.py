@@ -112,15 +112,13 @@ def test_zorder_codes_of_parts_equal_those_of_the_whole(
     rng = np.random.default_rng(seed)
     bounds = [0, *sorted(rng.integers(0, n + 1, parts - 1).tolist()), n]
     pieces = [table.slice(b, e - b) for b, e in itertools.pairwise(bounds)]
-    distinct = []
-    for c in columns:
-        seen = DistinctValues.of(pieces[0].column(c))
-        for piece in pieces[1:]:
-            seen = seen.union(DistinctValues.of(piece.column(c)))
-        distinct.append(seen)
+    distinct = [
+        DistinctValues.union_of([DistinctValues.of(p.column(c)) for p in pieces]) for c in columns
+    ]
     codes = np.concatenate([zorder_codes(p, columns, distinct) for p in pieces])
     whole = zorder_codes(table, columns, [DistinctValues.of(table.column(c)) for c in columns])
     assert (codes == whole).all()
+    assert (codes == zorder_codes(table, columns)).all()  # the whole table's own ranks
     assert (np.argsort(codes, kind="stable") == zorder_indices(table, columns)).all()
 
 
@@ -134,3 +132,7 @@ def test_zorder_ranks_tie_zero_and_negative_zero_and_put_nulls_last() -> None:
 def test_zorder_ranks_refuse_a_value_the_distinct_values_do_not_hold() -> None:
     with pytest.raises(ValueError, match="distinct values do not hold"):
         DistinctValues.of(pa.array([1, 2])).ranks(pa.array([3]))
+    with pytest.raises(ValueError, match="distinct values do not hold"):
+        DistinctValues.of(pa.array([0.5, None])).ranks(pa.array([None, 0.25]))
+    with pytest.raises(ValueError, match="distinct values do not hold"):
+        DistinctValues.of(pa.array(["a", "b"])).ranks(pa.array(["c"]))
