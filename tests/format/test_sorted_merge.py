@@ -9,6 +9,7 @@ tables of random lengths, with empty tables and empty runs.
 
 from __future__ import annotations
 
+import decimal
 import itertools
 
 import numpy as np
@@ -35,6 +36,16 @@ def _table(seed: int, n: int) -> pa.Table:
             "x": pa.array(x, mask=rng.random(n) < 0.05),
             "s": pa.array([f"v{v}" for v in rng.integers(0, 7, n)], pa.string()),
             "row": np.arange(n),
+            "t": pa.array(
+                rng.integers(0, 50, n) * 10**6,
+                pa.timestamp("us", tz="UTC"),
+                mask=rng.random(n) < 0.1,
+            ),
+            "d": pa.array(rng.integers(0, 9, n), pa.int32()).cast(pa.date32()),
+            "b": pa.array(rng.random(n) < 0.5, mask=rng.random(n) < 0.1),
+            "m": pa.array(
+                [decimal.Decimal(int(v)) / 4 for v in rng.integers(0, 9, n)], pa.decimal128(6, 2)
+            ),
         }
     )
 
@@ -103,7 +114,9 @@ def test_merging_no_runs_or_only_empty_ones_yields_nothing() -> None:
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(0, 300),
     parts=st.integers(1, 5),
-    columns=st.sampled_from([["x"], ["a", "x"], ["s", "a", "x"], ["x", "a", "s", "row"]]),
+    columns=st.sampled_from(
+        [["x"], ["a", "x"], ["s", "a", "x"], ["x", "a", "s", "row"], ["t", "d"], ["b", "m", "t"]]
+    ),
 )
 def test_zorder_codes_of_parts_equal_those_of_the_whole(
     seed: int, n: int, parts: int, columns: list[str]
