@@ -47,13 +47,18 @@ def distinct_values(columns: Iterable[pa.Table], names: Sequence[str]) -> list[D
     """The distinct values of each column of ``names`` over all the tables ``columns``
     yields (each holds at least those columns), reading one table at a time.
 
-    Each table's distinct values are kept and united once at the end (uniting as they
-    come would sort the growing set again for every table).
+    Each table's distinct values are kept and united with the values so far once they
+    outnumber them (uniting every table as it comes would sort the growing set again
+    for every table; uniting only at the end would hold every table's values at once).
     """
     parts: list[list[DistinctValues]] = [[] for _ in names]
     for table in columns:
         for seen, c in zip(parts, names, strict=True):
             seen.append(DistinctValues.of(table.column(c)))
+            if len(seen) > 1 and sum(len(p.values) for p in seen[1:]) > len(seen[0].values):
+                # the parts since the last union outgrew it: unite them (each value is
+                # sorted O(log) times, and memory holds at most about twice the result)
+                seen[:] = [DistinctValues.union_of(seen)]
     return [DistinctValues.union_of(seen) for seen in parts]
 
 

@@ -13,7 +13,6 @@ concurrent commit that removed or replaced one of those files (concurrent append
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import os
@@ -35,7 +34,7 @@ from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
 from kartoframe.execution.write import already_recorded, commit_write, only_removed_files
 from kartoframe.format.arrow_memory import release_unused_memory
-from kartoframe.format.clustering import sorted_columns
+from kartoframe.format.clustering import DistinctValues
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import kartoframe_section
@@ -137,16 +136,14 @@ def load_optimize(
 #: The files of an unsorted unit are read in batches of about this many bytes (on disk):
 #: memory holds one batch and the row group being written, not the unit.
 STREAM_BATCH_BYTES = 2 * 2**20
-#: A sorted unit of more bytes (on disk) than this is sorted in runs of
-#: :data:`SORT_RUN_BYTES`, spilled to the local disk and merged
-#: (:mod:`kartoframe.execution.external_sort`): its memory no longer grows with the unit.
-#: A smaller one is sorted in memory (faster; about 2.7x its rows in RSS at the peak).
-#: Measured (``optimize_compare.py``'s memory worker): with partitions of 26-107 MiB on
-#: disk (166 MiB in Arrow) the spilling sort grew RSS by 1.2x the largest partition
-#: against 2.1x in memory, in the same time; with partitions of 3-11 MiB it saved no
-#: memory and took 1.3-1.6x the time, hence the threshold.
-SORT_IN_MEMORY_BYTES = 16 * 2**20
-#: The size (on disk) of the files sorted into one spilled run.
+#: A sorted unit is read about this many bytes of files (on disk) at a time; each such
+#: batch is sorted into a run spilled to the local disk, and the runs are merged into the
+#: new files (:mod:`kartoframe.execution.external_sort`), so memory does not grow with the
+#: unit. Measured with ``optimize_compare.py``'s memory worker against the old in-memory
+#: sort, which held the unit and its sorted copy: on the 10x table (largest partition
+#: 166 MiB in Arrow) RSS growth 2.59x -> 1.12x the partition in the same time; on the
+#: standard table (16.6 MiB) 2.68x -> 1.7-2.1x. Runs of 2 MiB grew RSS more (more merge
+#: rounds), so 4 MiB.
 SORT_RUN_BYTES = 4 * 2**20
 
 
@@ -171,37 +168,21 @@ def _unit_batches(
         )
 
 
-def _sorted_in_memory(store: Store, plan: OptimizePlan, unit: RewriteUnit) -> pa.Table:
-    """A unit's rows, read whole and sorted."""
-    opts = plan.options
-    # the read table's only reference goes into the sort, which releases it column by
-    # column (gathering each row group from the unsorted table instead kept less in Arrow's
-    # pool, 21 MiB against 24, but grew the process more: 3.0x against 2.7x)
-    holder = [
-        read_file_parts(
-            store, unit.files, plan.schema, plan.partition_keys, partition_columns=False
-        )
-    ]
-    table = sorted_columns(holder, opts.sort_by, opts.sort_method)
-    release_unused_memory()  # the scan's buffers: the writer does not grow beside them
-    return table
-
-
 def _sorted_externally(
     store: Store, plan: OptimizePlan, batches: Sequence[Sequence[FilePart]], spill: SpillFolder
 ) -> SortedRuns:
     """A unit's rows sorted a batch of files at a time into runs spilled to ``spill``."""
     opts = plan.options
     distinct = None
-    if opts.sort_method == "zorder":  # ranks over the whole unit, from its sort columns
+    source: Iterable[pa.Table] = _unit_batches(store, plan, batches)
+    if opts.sort_method == "zorder" and len(batches) == 1:  # ranks over the one batch
+        table = next(iter(source))
+        distinct = [DistinctValues.of(table.column(c)) for c in opts.sort_by]
+        source = [table]
+        del table
+    elif opts.sort_method == "zorder":  # ranks over the whole unit, from its sort columns
         distinct = distinct_values(_unit_batches(store, plan, batches, opts.sort_by), opts.sort_by)
-    return spill_sorted_runs(
-        _unit_batches(store, plan, batches),
-        opts.sort_by,
-        opts.sort_method,
-        spill,
-        distinct=distinct,
-    )
+    return spill_sorted_runs(source, opts.sort_by, opts.sort_method, spill, distinct=distinct)
 
 
 def rewrite_unit(
@@ -213,9 +194,9 @@ def rewrite_unit(
     its pandas metadata); a failure removes the files this call wrote. ``file_prefix``
     starts the new files' uuids (a Spark job's id, so that it can find the files of
     attempts it abandoned). Without ``sort_by`` the files stream through: a few input
-    files at a time are read and written out row group by row group. A sort of a unit of
-    at most :data:`SORT_IN_MEMORY_BYTES` holds its rows at once (the sorted table is built
-    one column at a time); a larger unit is sorted in spilled runs and merged.
+    files at a time are read and written out row group by row group. With it, a few
+    files at a time are sorted into runs spilled to the local disk, then merged into the
+    new files (:data:`SORT_RUN_BYTES`).
     """
     opts = plan.options
     origin = f"optimize of {unit.partition or 'the dataset'}"
@@ -241,21 +222,11 @@ def rewrite_unit(
         return ChunkResult(out.partitions, plan.schema, origin)
     results: list[ChunkResult] = []
     try:
-        with contextlib.ExitStack() as stack:
-            ordered: Iterator[pa.Table]
-            if unit.bytes <= SORT_IN_MEMORY_BYTES:
-                table = _sorted_in_memory(store, plan, unit)
-                rows, ordered = table.num_rows, iter([table])
-                del table
-            else:
-                spill = stack.enter_context(SpillFolder(prefix="kartoframe-optimize-"))
-                batches = _file_batches(unit, SORT_RUN_BYTES)
-                runs = _sorted_externally(store, plan, batches, spill)
-                rows, ordered = runs.rows, runs.merged()
-            step = -(-rows // unit.output_files)
-            for part in split_rows(ordered, max(1, step)):
+        with SpillFolder(prefix="kartoframe-optimize-") as spill:
+            runs = _sorted_externally(store, plan, _file_batches(unit, SORT_RUN_BYTES), spill)
+            step = -(-runs.rows // unit.output_files)
+            for part in split_rows(runs.merged(), max(1, step)):
                 results.append(write(part, file_uuid=new_file_uuid(file_prefix)))
-            del ordered
     except BaseException:
         delete_files(store, (p.key for c in results for p in c.partitions))
         raise

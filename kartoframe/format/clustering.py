@@ -27,6 +27,7 @@ __all__ = [
     "order_record",
     "sort_indices",
     "sort_table",
+    "sortable_numbers",
     "sorted_columns",
     "zorder_codes",
     "zorder_indices",
@@ -119,7 +120,7 @@ def _zorder_columns(columns: Sequence[str]) -> Sequence[str]:
     return columns
 
 
-def _numbers(column: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
+def sortable_numbers(column: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     """A null-free column as numbers that numpy orders as Arrow does (integers, floats
     with NaN last, and dates, times and timestamps as their integers), else None.
     """
@@ -132,11 +133,16 @@ def _numbers(column: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
     return None
 
 
-def _unique_numbers(numbers: np.ndarray) -> np.ndarray:
+def _unique_numbers(numbers: np.ndarray, *, owned: bool = False) -> np.ndarray:
     """The distinct numbers, sorted (NaN last, one NaN; ``-0.0`` is ``0.0``); by sorting
     (numpy 2's hashing ``unique`` took 9.5 s for 8.6M integers here, a sort 1 s).
+    ``owned``: ``numbers`` is the caller's to reorder (sorted in place, no copy).
     """
-    ordered = np.sort(numbers)
+    if owned:
+        numbers.sort()
+        ordered = numbers
+    else:
+        ordered = np.sort(numbers)
     if len(ordered) < 2:
         return ordered
     keep = np.ones(len(ordered), dtype=bool)
@@ -184,7 +190,7 @@ class DistinctValues:
     def of(cls, column: pa.Array | pa.ChunkedArray) -> DistinctValues:
         """The distinct values of ``column``."""
         present = pc.drop_null(column)
-        numbers = _numbers(present)
+        numbers = sortable_numbers(present)
         if numbers is not None:
             return cls(_unique_numbers(numbers), column.null_count > 0)
         return cls(_sorted_distinct(present), column.null_count > 0)
@@ -196,7 +202,8 @@ class DistinctValues:
             return cls(np.zeros(0, dtype=np.int64), False)
         has_null = any(p.has_null for p in parts)
         if isinstance(parts[0].values, np.ndarray):
-            return cls(_unique_numbers(np.concatenate([p.values for p in parts])), has_null)
+            joined = np.concatenate([p.values for p in parts])
+            return cls(_unique_numbers(joined, owned=True), has_null)
         joined = pa.chunked_array([p.values for p in parts], type=parts[0].values.type)
         return cls(_sorted_distinct(joined), has_null)
 
@@ -219,9 +226,13 @@ class DistinctValues:
         ranks = np.full(len(column), n, dtype=np.int64)  # nulls rank last
         present = pc.drop_null(column)
         if isinstance(self.values, np.ndarray):
-            wanted = _numbers(present)
+            wanted = sortable_numbers(present)
             assert wanted is not None
-            where = np.searchsorted(self.values, wanted)  # an equal value's place
+            # an equal value's place; needles in order search a large array far faster
+            # (its cache lines are visited once, in order)
+            order = np.argsort(wanted)
+            where = np.empty(len(wanted), dtype=np.int64)
+            where[order] = np.searchsorted(self.values, wanted[order])
             inside = np.minimum(where, max(n - 1, 0))
             found = (where < n) & (self.values[inside] == wanted) if n else where < 0
             if pa.types.is_floating(column.type) and n:

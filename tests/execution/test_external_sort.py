@@ -1,13 +1,15 @@
-"""``optimize`` with ``sort_by`` on a unit too large to sort in memory: sorted runs spilled
-to the local disk and merged (``execution/external_sort``, ``storage/spill``).
+"""``optimize`` with ``sort_by`` sorts a few files at a time into runs spilled to the local
+disk and merges them (``execution/external_sort``, ``storage/spill``).
 
-The spilling path must write exactly what the in-memory sort writes: the same rows in the
-same order (ties included), the same row groups, index entries and statistics; on every
-engine that runs ``rewrite_unit``. Its spill folder must be gone afterwards, also when
-the optimize fails half-way, and a failure must leave the dataset as it was.
+Whatever the runs, the new files must hold the rows a stable sort of the partition's rows
+gives (ties in commit order), with the same row groups, index entries and statistics: a
+unit sorted as one run is compared with the same unit sorted as one run per file, and
+both with ``sort_table`` of the rows read. On every engine that runs ``rewrite_unit``.
+The spill folder must be gone afterwards, also when the optimize fails half-way, and a
+failure must leave the dataset as it was.
 
-The thresholds are lowered on the real modules (``SORT_IN_MEMORY_BYTES``,
-``SORT_RUN_BYTES``) so that a small dataset spills: every file becomes a run.
+``SORT_RUN_BYTES`` is lowered on the real module so that a small dataset makes many
+runs: every file becomes one.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from kartoframe.format.clustering import sort_table
 from kartoframe.storage.spill import SpillFolder
 
 UUID = "events"
+COLUMNS = ["k", "x", "s", "row"]
 
 
 def _day(day: int, rows: int = 80) -> pd.DataFrame:
@@ -73,7 +76,6 @@ def _written(store: kf.Store) -> dict[str, tuple[pa.Table, list[int], dict]]:
 
 
 def _spilling(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(optimize_module, "SORT_IN_MEMORY_BYTES", 0)
     monkeypatch.setattr(optimize_module, "SORT_RUN_BYTES", 1)  # one file per run
 
 
@@ -89,13 +91,24 @@ def spill_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.mark.parametrize(
     ("sort_by", "method"), [(["k", "x"], "linear"), (["k", "s"], "zorder"), (["x"], "zorder")]
 )
-def test_a_spilled_sort_writes_what_the_in_memory_sort_writes(
+def test_many_runs_write_what_one_run_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spill_dir: Path, sort_by, method
 ) -> None:
-    in_memory = kf.Store(f"file://{tmp_path}/a")
-    spilled = kf.Store(f"file://{tmp_path}/b")
+    in_memory = kf.Store(f"file://{tmp_path}/a")  # one run per partition
+    spilled = kf.Store(f"file://{tmp_path}/b")  # one run per file
     _build(in_memory)
     _build(spilled)
+    rows = {  # each partition's rows in commit order, sorted whole
+        f"p={p}": sort_table(
+            pa.Table.from_pandas(
+                kf.read_table(UUID, in_memory, predicates=[[("p", "==", p)]], columns=COLUMNS),
+                preserve_index=False,
+            ),
+            sort_by,
+            method,
+        )
+        for p in (0, 1)
+    }
     options = {"sort_by": sort_by, "sort_method": method, "row_group_size": 70}
     expected = kf.optimize_dataset(UUID, in_memory, **options)
     _spilling(monkeypatch)
@@ -106,6 +119,7 @@ def test_a_spilled_sort_writes_what_the_in_memory_sort_writes(
     assert sorted(want) == sorted(have) == ["p=0", "p=1"]
     for part in want:
         assert have[part][0].equals(want[part][0]), part  # same rows, same order
+        assert have[part][0].column("row").equals(rows[part].column("row")), part
         assert have[part][1] == want[part][1]  # same row groups
         assert str(have[part][2]) == str(want[part][2])  # same statistics (NaN-safe)
     for column in ("k",):  # the index and the statistics of the new files agree
