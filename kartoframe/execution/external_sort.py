@@ -34,7 +34,14 @@ from kartoframe.format.clustering import (
 from kartoframe.format.sorted_merge import merge_sorted
 from kartoframe.storage.spill import SpillFolder
 
-__all__ = ["MERGE_BATCH_BYTES", "SortedRuns", "distinct_values", "spill_sorted_runs"]
+__all__ = [
+    "MERGE_BATCH_BYTES",
+    "DistinctAccumulator",
+    "SortedRuns",
+    "distinct_values",
+    "spill_sorted_runs",
+    "spilled_with_distinct",
+]
 
 #: The merge reads each spilled run about this many bytes (Arrow) at a time: it holds one
 #: such batch of every run and at most as many rows held back.
@@ -43,23 +50,68 @@ MERGE_BATCH_BYTES = 256 * 2**10
 _CODE = "__kartoframe_zorder"
 
 
-def distinct_values(columns: Iterable[pa.Table], names: Sequence[str]) -> list[DistinctValues]:
-    """The distinct values of each column of ``names`` over all the tables ``columns``
-    yields (each holds at least those columns), reading one table at a time.
+class DistinctAccumulator:
+    """The distinct values of some columns over tables added one at a time.
 
     Each table's distinct values are kept and united with the values so far once they
     outnumber them (uniting every table as it comes would sort the growing set again
     for every table; uniting only at the end would hold every table's values at once).
     """
-    parts: list[list[DistinctValues]] = [[] for _ in names]
-    for table in columns:
-        for seen, c in zip(parts, names, strict=True):
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self._names = tuple(names)
+        self._parts: list[list[DistinctValues]] = [[] for _ in names]
+
+    def add(self, table: pa.Table) -> None:
+        """Take the distinct values of ``table``'s columns (it holds at least those)."""
+        for seen, c in zip(self._parts, self._names, strict=True):
             seen.append(DistinctValues.of(table.column(c)))
             if len(seen) > 1 and sum(len(p.values) for p in seen[1:]) > len(seen[0].values):
                 # the parts since the last union outgrew it: unite them (each value is
                 # sorted O(log) times, and memory holds at most about twice the result)
                 seen[:] = [DistinctValues.union_of(seen)]
-    return [DistinctValues.union_of(seen) for seen in parts]
+
+    def result(self) -> list[DistinctValues]:
+        """The distinct values of every table added, one per column."""
+        return [DistinctValues.union_of(seen) for seen in self._parts]
+
+
+def distinct_values(columns: Iterable[pa.Table], names: Sequence[str]) -> list[DistinctValues]:
+    """The distinct values of each column of ``names`` over all the tables ``columns``
+    yields (each holds at least those columns), reading one table at a time.
+    """
+    seen = DistinctAccumulator(names)
+    for table in columns:
+        seen.add(table)
+    return seen.result()
+
+
+def spilled_with_distinct(
+    tables: Iterable[pa.Table], names: Sequence[str], spill: SpillFolder
+) -> tuple[Iterator[pa.Table], list[DistinctValues]]:
+    """Spill ``tables`` as they are while gathering the distinct values of ``names``;
+    the tables read back (each spill file removed once read) and those values.
+
+    A z-order of tables that arrive one at a time needs the distinct values of them all
+    before the first is ranked: reading them once and keeping them on the local disk is
+    faster than decoding their Parquet files twice.
+    """
+    seen = DistinctAccumulator(names)
+    paths = []
+    for table in tables:
+        seen.add(table)
+        paths.append(spill.write([table], batch_rows=max(1, table.num_rows)))
+        del table
+
+    def back() -> Iterator[pa.Table]:
+        for path in paths:  # one table as it was spilled (each chunk is a batch there)
+            batches = list(spill.read(path))
+            if batches:
+                yield pa.concat_tables(batches)
+            del batches
+            spill.discard(path)
+
+    return back(), seen.result()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -60,17 +60,15 @@ def read_file_parts(
     partition_keys: Sequence[str],
     *,
     partition_columns: bool = True,
-    columns: Sequence[str] | None = None,
 ) -> pa.Table:
     """Every row and column of ``files`` with the dataset ``schema``, in order (partition
     columns from the files' keys, or none without ``partition_columns``): what
-    ``optimize`` rewrites. Without partition columns, ``columns`` picks data columns.
+    ``optimize`` rewrites.
     """
     keys = [f.key for f in files]
     if not partition_columns:
-        if columns is None:
-            columns = [c for c in schema.names if c not in partition_keys]
-        return read_data_files(store, keys, schema, columns=list(columns))
+        columns = [c for c in schema.names if c not in partition_keys]
+        return read_data_files(store, keys, schema, columns=columns)
     pvs = [tuple(zip(partition_keys, f.partition_values)) for f in files]
     return read_data_files(store, keys, schema, partition_values=pvs)
 

@@ -29,12 +29,16 @@ from kartoframe.execution.chunks import (
     split_rows,
     write_stream,
 )
-from kartoframe.execution.external_sort import SortedRuns, distinct_values, spill_sorted_runs
+from kartoframe.execution.external_sort import (
+    SortedRuns,
+    spill_sorted_runs,
+    spilled_with_distinct,
+)
 from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
 from kartoframe.execution.write import already_recorded, commit_write, only_removed_files
 from kartoframe.format.arrow_memory import release_unused_memory
-from kartoframe.format.clustering import DistinctValues
+from kartoframe.format.clustering import DistinctValues, sorted_columns
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import kartoframe_section
@@ -154,18 +158,36 @@ def _file_batches(unit: RewriteUnit, batch_bytes: int) -> list[Sequence[FilePart
 
 
 def _unit_batches(
-    store: Store,
-    plan: OptimizePlan,
-    batches: Sequence[Sequence[FilePart]],
-    columns: Sequence[str] | None = None,
+    store: Store, plan: OptimizePlan, batches: Sequence[Sequence[FilePart]]
 ) -> Iterator[pa.Table]:
-    """The rows of a unit's files (its data columns, or ``columns``), in order, a batch of
-    files at a time.
-    """
+    """The rows of a unit's files (data columns), in order, a batch of files at a time."""
     for files in batches:
         yield read_file_parts(
-            store, files, plan.schema, plan.partition_keys, partition_columns=False, columns=columns
+            store, files, plan.schema, plan.partition_keys, partition_columns=False
         )
+
+
+#: A z-order of a unit of at most this many bytes (on disk) is computed in memory:
+#: spilling it needs the distinct values of its columns over the whole unit first and
+#: ranks every batch against them, which took 1.4-1.6x the time (standard and 10x
+#: tables) for 30 % less memory. A larger unit spills (its memory no longer grows with
+#: it). The same size as :data:`SHARED_UNIT_BYTES`: a unit that spills runs alone.
+ZORDER_IN_MEMORY_BYTES = 32 * 2**20
+
+
+def _sorted_in_memory(store: Store, plan: OptimizePlan, unit: RewriteUnit) -> pa.Table:
+    """A unit's rows, read whole and sorted (one column at a time, each original column
+    released once its sorted copy exists).
+    """
+    opts = plan.options
+    holder = [
+        read_file_parts(
+            store, unit.files, plan.schema, plan.partition_keys, partition_columns=False
+        )
+    ]
+    table = sorted_columns(holder, opts.sort_by, opts.sort_method)
+    release_unused_memory()  # the scan's buffers: the writer does not grow beside them
+    return table
 
 
 def _sorted_externally(
@@ -180,8 +202,8 @@ def _sorted_externally(
         distinct = [DistinctValues.of(table.column(c)) for c in opts.sort_by]
         source = [table]
         del table
-    elif opts.sort_method == "zorder":  # ranks over the whole unit, from its sort columns
-        distinct = distinct_values(_unit_batches(store, plan, batches, opts.sort_by), opts.sort_by)
+    elif opts.sort_method == "zorder":  # ranks over the whole unit: read it all first
+        source, distinct = spilled_with_distinct(source, opts.sort_by, spill)
     return spill_sorted_runs(source, opts.sort_by, opts.sort_method, spill, distinct=distinct)
 
 
@@ -196,7 +218,8 @@ def rewrite_unit(
     attempts it abandoned). Without ``sort_by`` the files stream through: a few input
     files at a time are read and written out row group by row group. With it, a few
     files at a time are sorted into runs spilled to the local disk, then merged into the
-    new files (:data:`SORT_RUN_BYTES`).
+    new files (:data:`SORT_RUN_BYTES`); a z-order of a unit of at most
+    :data:`ZORDER_IN_MEMORY_BYTES` is sorted in memory.
     """
     opts = plan.options
     origin = f"optimize of {unit.partition or 'the dataset'}"
@@ -223,10 +246,18 @@ def rewrite_unit(
     results: list[ChunkResult] = []
     try:
         with SpillFolder(prefix="kartoframe-optimize-") as spill:
-            runs = _sorted_externally(store, plan, _file_batches(unit, SORT_RUN_BYTES), spill)
-            step = -(-runs.rows // unit.output_files)
-            for part in split_rows(runs.merged(), max(1, step)):
+            ordered: Iterator[pa.Table]
+            if opts.sort_method == "zorder" and unit.bytes <= ZORDER_IN_MEMORY_BYTES:
+                table = _sorted_in_memory(store, plan, unit)
+                rows, ordered = table.num_rows, iter([table])
+                del table
+            else:
+                runs = _sorted_externally(store, plan, _file_batches(unit, SORT_RUN_BYTES), spill)
+                rows, ordered = runs.rows, runs.merged()
+            step = -(-rows // unit.output_files)
+            for part in split_rows(ordered, max(1, step)):
                 results.append(write(part, file_uuid=new_file_uuid(file_prefix)))
+            del ordered
     except BaseException:
         delete_files(store, (p.key for c in results for p in c.partitions))
         raise

@@ -49,6 +49,10 @@ class SpillFolder:
         """Remove the folder and every file in it."""
         shutil.rmtree(self._path, ignore_errors=True)
 
+    def discard(self, path: Path) -> None:
+        """Remove one spill file (its rows are read and no longer needed)."""
+        path.unlink(missing_ok=True)
+
     def write(self, tables: Iterable[pa.Table], *, batch_rows: int) -> Path:
         """Write the rows of ``tables`` (one schema) to a new spill file, in batches of at
         most ``batch_rows`` rows (what :meth:`read` yields at a time).

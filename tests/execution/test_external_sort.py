@@ -9,7 +9,8 @@ The spill folder must be gone afterwards, also when the optimize fails half-way,
 failure must leave the dataset as it was.
 
 ``SORT_RUN_BYTES`` is lowered on the real module so that a small dataset makes many
-runs: every file becomes one.
+runs (every file becomes one), and ``ZORDER_IN_MEMORY_BYTES`` so that a z-order spills
+too; the baseline sorts each partition as one run (a z-order: in memory).
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ import pytest
 import kartoframe as kf
 from kartoframe.execution import optimize as optimize_module
 from kartoframe.execution.chunks import split_rows
-from kartoframe.execution.external_sort import distinct_values, spill_sorted_runs
+from kartoframe.execution.external_sort import (
+    distinct_values,
+    spill_sorted_runs,
+    spilled_with_distinct,
+)
 from kartoframe.format.clustering import sort_table
 from kartoframe.storage.spill import SpillFolder
 
@@ -77,6 +82,7 @@ def _written(store: kf.Store) -> dict[str, tuple[pa.Table, list[int], dict]]:
 
 def _spilling(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(optimize_module, "SORT_RUN_BYTES", 1)  # one file per run
+    monkeypatch.setattr(optimize_module, "ZORDER_IN_MEMORY_BYTES", 0)  # z-orders spill too
 
 
 @pytest.fixture
@@ -198,3 +204,18 @@ def test_split_rows_cuts_a_stream_into_parts_of_n_rows() -> None:
     it = split_rows(tables, 6)
     next(it)  # taken, not read
     assert pa.concat_tables(list(next(it))).column("a").to_pylist() == [6, 7, 8, 9, 10, 11]
+
+
+def test_tables_spilled_for_their_distinct_values_come_back_whole(spill_dir: Path) -> None:
+    tables = [
+        pa.concat_tables([pa.table({"a": [3, 1]}), pa.table({"a": [2]})]),  # two chunks
+        pa.table({"a": pa.array([], pa.int64())}),
+        pa.table({"a": [None, 5]}),
+    ]
+    with SpillFolder() as spill:
+        back, distinct = spilled_with_distinct(tables, ["a"], spill)
+        assert len(list(spill.path.iterdir())) == 3
+        got = list(back)
+        assert [t.column("a").to_pylist() for t in got] == [[3, 1, 2], [None, 5]]
+        assert list(spill.path.iterdir()) == []  # each removed once read
+    assert distinct[0].values.tolist() == [1, 2, 3, 5] and distinct[0].has_null
