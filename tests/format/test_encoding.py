@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute
 import pyarrow.parquet as pq
 
 import kartoframe as kf
@@ -21,13 +22,18 @@ def _table(n: int) -> pa.Table:
             "kind": pa.array(rng.choice(["a", "b", "c"], n)),
             "country": pa.array(rng.choice(["de", "fr"], n)).dictionary_encode(),
             "half": np.arange(n) // 2,  # every value twice: a dictionary halves it
+            # 2 in 3 sampled values distinct, as compare.py's prices: a dictionary pays
+            "price": rng.integers(0, 5000, n) / 4,
             "sparse": pa.array([None] * (n - 3) + [1, 2, 3], type=pa.int64()),
         }
     )
 
 
 def test_repeating_and_dictionary_typed_columns_keep_dictionaries() -> None:
-    assert dictionary_columns(_table(10_000)) == ["kind", "country", "half"]
+    table = _table(10_000)
+    share = pa.compute.count_distinct(table["price"].slice(0, SAMPLE_ROWS)).as_py() / SAMPLE_ROWS
+    assert 0.5 < share < 0.9
+    assert dictionary_columns(table) == ["kind", "country", "half", "price"]
 
 
 def test_only_the_first_rows_decide() -> None:
@@ -53,7 +59,7 @@ def test_data_files_use_dictionaries_where_values_repeat(tmp_path) -> None:
     encodings = {
         meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)
     }
-    for name in ["kind", "country", "half"]:
+    for name in ["kind", "country", "half", "price"]:
         assert "RLE_DICTIONARY" in encodings[name], name
     for name in ["id", "value"]:
         assert "RLE_DICTIONARY" not in encodings[name], name
