@@ -9,9 +9,9 @@ and written to a spill file, and :func:`SortedRuns.merged` merges the files back
 
 The order is exactly the in-memory one (:func:`kartoframe.format.clustering.sort_table`
 of all the rows): a stable sort, ties in input order. A z-order ranks each column by its
-distinct values in the *whole* unit (:class:`~kartoframe.format.clustering.DistinctValues`,
-gathered first from the sort columns alone), so every batch gets the codes the whole
-unit would.
+distinct values in the *whole* unit (:class:`~kartoframe.format.clustering.DistinctValues`):
+:func:`spilled_with_distinct` reads the batches once, spilling them as they are while it
+gathers those values, so every batch then gets the codes the whole unit would.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ __all__ = [
     "MERGE_BATCH_BYTES",
     "DistinctAccumulator",
     "SortedRuns",
-    "distinct_values",
     "spill_sorted_runs",
     "spilled_with_distinct",
 ]
@@ -74,16 +73,6 @@ class DistinctAccumulator:
     def result(self) -> list[DistinctValues]:
         """The distinct values of every table added, one per column."""
         return [DistinctValues.union_of(seen) for seen in self._parts]
-
-
-def distinct_values(columns: Iterable[pa.Table], names: Sequence[str]) -> list[DistinctValues]:
-    """The distinct values of each column of ``names`` over all the tables ``columns``
-    yields (each holds at least those columns), reading one table at a time.
-    """
-    seen = DistinctAccumulator(names)
-    for table in columns:
-        seen.add(table)
-    return seen.result()
 
 
 def spilled_with_distinct(
@@ -151,7 +140,8 @@ def spill_sorted_runs(
     spill
         Where the runs go (the caller closes it after the merge).
     distinct
-        For a z-order: :func:`distinct_values` of ``sort_by`` over *all* the batches.
+        For a z-order: the distinct values of ``sort_by`` over *all* the batches
+        (:func:`spilled_with_distinct`).
     merge_batch_bytes
         How much of each run the merge holds at a time.
     """

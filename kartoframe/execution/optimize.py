@@ -38,7 +38,7 @@ from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
 from kartoframe.execution.write import already_recorded, commit_write, only_removed_files
 from kartoframe.format.arrow_memory import release_unused_memory
-from kartoframe.format.clustering import DistinctValues, sorted_columns
+from kartoframe.format.clustering import sorted_columns
 from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import kartoframe_section
@@ -198,12 +198,7 @@ def _sorted_externally(
     opts = plan.options
     distinct = None
     source: Iterable[pa.Table] = _unit_batches(store, plan, batches)
-    if opts.sort_method == "zorder" and len(batches) == 1:  # ranks over the one batch
-        table = next(iter(source))
-        distinct = [DistinctValues.of(table.column(c)) for c in opts.sort_by]
-        source = [table]
-        del table
-    elif opts.sort_method == "zorder":  # ranks over the whole unit: read it all first
+    if opts.sort_method == "zorder":  # ranks over the whole unit: read it all first
         source, distinct = spilled_with_distinct(source, opts.sort_by, spill)
     return spill_sorted_runs(source, opts.sort_by, opts.sort_method, spill, distinct=distinct)
 

@@ -79,12 +79,12 @@ def _general_cut(tables: Sequence[pa.Table], keys: Sequence[str]) -> tuple[np.nd
     where[order] = np.arange(len(order), dtype=order.dtype)
     cut = min(int(where[end - 1]) for end in ends) + 1
     emitted = order[:cut]
-    counts = np.bincount(np.searchsorted(ends, emitted, side="right"), minlength=len(tables))
+    table_of = np.searchsorted(ends, emitted, side="right")
+    counts = np.bincount(table_of, minlength=len(tables))
     # the emitted rows of each table are a prefix of it: renumber them as the prefixes'
     # concatenation
     starts = np.concatenate([[0], ends[:-1]])
     before = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    table_of = np.searchsorted(ends, emitted, side="right")
     return counts, emitted - starts[table_of] + before[table_of]
 
 

@@ -23,12 +23,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from daily_appends import append_daily
 
 import kartoframe as kf
 from kartoframe.execution import optimize as optimize_module
 from kartoframe.execution.chunks import split_rows
 from kartoframe.execution.external_sort import (
-    distinct_values,
+    DistinctAccumulator,
     spill_sorted_runs,
     spilled_with_distinct,
 )
@@ -55,16 +56,7 @@ def _day(day: int, rows: int = 80) -> pd.DataFrame:
 
 
 def _build(store: kf.Store, days: int = 8) -> None:
-    for day in range(days):
-        kf.update_dataset_from_dataframes(
-            [_day(day)],
-            store=store,
-            dataset_uuid=UUID,
-            partition_on=["p"],
-            secondary_indices=["k"] if day == 0 else None,
-        )
-        if day == 0:
-            kf.build_dataset_statistics(store, UUID, bloom_filter_columns=["k"])
+    append_daily(store, UUID, (_day(day) for day in range(days)))
 
 
 def _written(store: kf.Store) -> dict[str, tuple[pa.Table, list[int], dict]]:
@@ -176,7 +168,12 @@ def test_spilled_runs_merge_to_the_sorted_table(spill_dir: Path, method: str) ->
     batches = [table.slice(s, 97) for s in range(0, table.num_rows, 97)]
     sort_by = ["k", "s"]
     with SpillFolder() as spill:
-        distinct = distinct_values(batches, sort_by) if method == "zorder" else None
+        distinct = None
+        if method == "zorder":
+            seen = DistinctAccumulator(sort_by)
+            for batch in batches:
+                seen.add(batch)
+            distinct = seen.result()
         runs = spill_sorted_runs(
             batches, sort_by, method, spill, distinct=distinct, merge_batch_bytes=512
         )

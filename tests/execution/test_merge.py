@@ -14,6 +14,7 @@ import uuid
 import numpy as np
 import pandas as pd
 import pytest
+from daily_appends import append_daily
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -231,21 +232,11 @@ def test_a_failed_insert_leaves_the_dataset_as_it_was() -> None:
 
 # ---------------------------------------------------------------------- what is read
 def _many_days(store: kf.Store, days: int = 8, rows: int = 50) -> pd.DataFrame:
-    frames = []
-    for day in range(days):
-        ids = np.arange(day * rows, (day + 1) * rows)
-        df = _frame(np.full(rows, day % 4), ids, ids / 10)
-        frames.append(df)
-        kf.update_dataset_from_dataframes(
-            [df],
-            store=store,
-            dataset_uuid=UUID,
-            partition_on=["p"],
-            secondary_indices=["k"] if day == 0 else None,
-        )
-        if day == 0:
-            kf.build_dataset_statistics(store, UUID, bloom_filter_columns=["k"])
-    return pd.concat(frames, ignore_index=True)
+    def day(d: int) -> pd.DataFrame:
+        ids = np.arange(d * rows, (d + 1) * rows)
+        return _frame(np.full(rows, d % 4), ids, ids / 10)
+
+    return append_daily(store, UUID, (day(d) for d in range(days)))
 
 
 def test_only_candidate_files_are_opened_and_only_matched_ones_rewritten(file_store) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from daily_appends import append_daily
 
 import kartoframe as kf
 from kartoframe.errors import CommitConflictError, InvalidInputError
@@ -38,20 +39,7 @@ def _day(day: int, rows: int = 60) -> pd.DataFrame:
 
 def _build(store: kf.Store, days: int = DAYS) -> pd.DataFrame:
     """One append per day (3 small files a day); index on ``k``, bloom filter on ``k``."""
-    frames = []
-    for day in range(days):
-        df = _day(day)
-        frames.append(df)
-        kf.update_dataset_from_dataframes(
-            [df],
-            store=store,
-            dataset_uuid=UUID,
-            partition_on=["p"],
-            secondary_indices=["k"] if day == 0 else None,
-        )
-        if day == 0:
-            kf.build_dataset_statistics(store, UUID, bloom_filter_columns=["k"])
-    return pd.concat(frames, ignore_index=True)
+    return append_daily(store, UUID, (_day(day) for day in range(days)))
 
 
 def _rows(df: pd.DataFrame) -> pd.DataFrame:
