@@ -22,6 +22,7 @@ from kartoframe.errors import InvalidInputError
 from kartoframe.format import naming
 from kartoframe.format.arrow_memory import release_unused_memory
 from kartoframe.format.convert import frame_to_table, storage_table
+from kartoframe.format.encoding import SAMPLE_ROWS, dictionary_columns
 from kartoframe.format.index import index_value_pairs
 from kartoframe.format.schema import normalize_schema
 from kartoframe.format.statistics_compute import (
@@ -146,6 +147,10 @@ def write_chunk(
             table, partition_on, file_uuid=file_uuid, sort_by=list(sort_partitions_by)
         )
     candidates = _value_list_candidates(plan.body) if statistics else None
+    # one encoding decision for the chunk's files (it cost 8 % of a 200-file write)
+    dictionary = None
+    if len(plan) > 1 and not isinstance(serializer, CsvSerializer):
+        dictionary = dictionary_columns(storage_table(plan.sample(SAMPLE_ROWS)))
     keys: list[str] = []
 
     def _one(i: int) -> tuple[WrittenPartition, SliceStatistics | None]:
@@ -165,6 +170,7 @@ def write_chunk(
                 storage_table(rows),
                 compression=serializer.compression.lower() if serializer.compression else None,
                 row_group_size=serializer.chunk_size,
+                dictionary=dictionary,
             )
         if rows.num_rows >= _RELEASE_ROWS:
             release_unused_memory()  # the writer's pages, before the statistics' hash tables

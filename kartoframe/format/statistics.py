@@ -61,6 +61,7 @@ __all__ = [
     "empty_statistics",
     "merge_statistics",
     "statistics_from_bytes",
+    "statistics_group_rows",
     "statistics_key",
     "statistics_to_bytes",
 ]
@@ -69,8 +70,18 @@ __all__ = [
 #: reference has this many; the next one rewrites them all as one file.
 MAX_STATISTICS_DELTAS = 8
 
-#: Smallest row group of a statistics file (files are split in up to 32 row groups).
+#: Smallest row group of a statistics file (files are split in up to
+#: :data:`STATISTICS_MAX_GROUPS` row groups of at least :data:`STATISTICS_GROUP_BYTES`).
 STATISTICS_GROUP_MIN_ROWS = 16
+#: Most row groups of a statistics file: a reader that needs the rows of a few files (a
+#: merge's candidates) decodes only their groups' bloom filters.
+STATISTICS_MAX_GROUPS = 32
+#: Smallest row group of a statistics file, in Arrow bytes. Every group costs a reader
+#: of the whole file about 1 ms (one chunk per column, 40 columns for 8 data columns):
+#: 200 files' statistics split in 13 groups of 16 rows took 12.9 ms to read instead of
+#: 2.1 ms, 10 % of the sales table's range read. Groups pay off only where the rows are
+#: large, which the bloom filters make them.
+STATISTICS_GROUP_BYTES = 2**20
 
 #: Version of the side-file layout described in the module docstring.
 STATISTICS_VERSION = 1
@@ -516,13 +527,21 @@ def statistics_to_bytes(stats: pa.Table) -> bytes:
         table,
         buf,
         version="2.6",
-        # up to 32 row groups: a reader that needs the rows of a few files (a merge's
-        # candidates) decodes only their groups' bloom filters
-        row_group_size=max(STATISTICS_GROUP_MIN_ROWS, -(-table.num_rows // 32)),
+        row_group_size=statistics_group_rows(table),
         compression={p: "none" if p.startswith("bloom.") else "zstd" for p in paths},
         use_dictionary=[p for p in paths if not p.startswith("bloom.")],
     )
     return buf.getvalue()
+
+
+def statistics_group_rows(stats: pa.Table) -> int:
+    """Rows per row group of a statistics file: groups of at least
+    :data:`STATISTICS_GROUP_BYTES` (and :data:`STATISTICS_GROUP_MIN_ROWS`), at most
+    :data:`STATISTICS_MAX_GROUPS` of them.
+    """
+    rows = max(1, stats.num_rows)
+    by_bytes = -(-STATISTICS_GROUP_BYTES * rows // max(1, stats.nbytes))
+    return int(max(STATISTICS_GROUP_MIN_ROWS, by_bytes, -(-rows // STATISTICS_MAX_GROUPS)))
 
 
 def _leaf_paths(t: pa.DataType, path: str) -> list[str]:

@@ -92,6 +92,18 @@ class PartitionPlan:
                 part = part.cast(self.body.schema)  # decode the dictionary-encoded columns
         return _sorted(part, self.sort_by)
 
+    def sample(self, rows: int) -> pa.Table:
+        """Up to ``rows`` rows of the largest group, in input order, with the body's
+        schema: what decides the encoding of every file of the plan.
+        """
+        if self.order is None:
+            return self.body.slice(0, rows)
+        i = int(np.argmax(self.ends - self.starts))
+        start = int(self.starts[i])
+        end = min(int(self.ends[i]), start + rows)
+        part = self.source.take(pa.array(self.order[start:end]))
+        return part.cast(self.body.schema) if part.schema != self.body.schema else part
+
 
 def new_file_uuid(prefix: str = "") -> str:
     """A fresh file uuid (uuid4 hex, as the reference implementations use), starting with

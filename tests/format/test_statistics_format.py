@@ -199,6 +199,36 @@ def test_codec_round_trip_and_versions() -> None:
         fs.statistics_from_bytes(sink.getvalue().to_pybytes())
 
 
+def _file_stats(n_files: int, rows_each: int, blooms: tuple[str, ...]) -> pa.Table:
+    rng = np.random.default_rng(0)
+    tables = [
+        pa.table({"id": rng.integers(0, 2**40, rows_each), "k": rng.integers(0, 5, rows_each)})
+        for _ in range(n_files)
+    ]
+    stats = fc.compute_statistics(tables, bloom_filter_columns=blooms)
+    labels = [f"l{i}" for i in range(n_files)]
+    return fc.with_files(stats, labels, [f"ds/table/{lb}.parquet" for lb in labels], [1] * n_files)
+
+
+def _groups(stats: pa.Table) -> list[int]:
+    md = pq.ParquetFile(pa.BufferReader(fs.statistics_to_bytes(stats))).metadata
+    return [md.row_group(i).num_rows for i in range(md.num_row_groups)]
+
+
+def test_statistics_files_split_in_row_groups_only_where_rows_are_large() -> None:
+    # 200 files of min/max rows: one row group (each group costs a full reader ~1 ms)
+    small = _file_stats(200, 50, ())
+    assert _groups(small) == [200]
+    # with bloom filters of 20,000 ids a file the rows are large: several groups, so a
+    # reader of a few files' rows decodes only their blooms; never more than 32 groups
+    heavy = _file_stats(200, 20_000, ("id",))
+    groups = _groups(heavy)
+    assert sum(groups) == 200 and 4 <= len(groups) <= fs.STATISTICS_MAX_GROUPS
+    assert fs.statistics_group_rows(heavy) * heavy.nbytes >= fs.STATISTICS_GROUP_BYTES * 200
+    back = fs.statistics_from_bytes(fs.statistics_to_bytes(heavy))
+    assert back is not None and back.to_pylist() == heavy.to_pylist()
+
+
 def test_statistics_ref_parsing() -> None:
     ref = fs.StatisticsRef("ds/_kartoframe/stats/x.statistics.pq", partitions=3)
     assert fs.StatisticsRef.from_dict(ref.to_dict(), "ds") == ref
