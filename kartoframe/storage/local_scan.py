@@ -3,11 +3,13 @@
 A ``pyarrow.dataset`` scan pays a per-file cost of its own: on 7,300 small files (a year of
 daily appends, 1,300 rows each) it spent 2.0 s of wall time and 3.5 s of CPU where reading
 each file with ``ParquetFile.read`` on the calling thread took 1.35 s of both. So a local
-scan without a row filter of small files reads them one by one, as long as each holds the
-requested columns with exactly the dataset's types; anything else (a missing or narrower
-column, a partition column stored in the file, an unreadable file) returns None and the
-caller runs the dataset scan, which handles every case and reports errors. Files larger
-than :data:`THREADED_BYTES` are decoded on Arrow's thread pool.
+scan without a row filter of small files (or of one file: a dask task's) reads them one by
+one, as long as each holds the requested columns with the dataset's types or types that
+cast to them (an int16 file column of an int64 dataset column, as the dataset scan casts);
+anything else (a missing column, a failed cast, a partition column stored in the file, an
+unreadable file) returns None and the caller runs the dataset scan, which handles every
+case and reports errors. Files larger than :data:`THREADED_BYTES` are decoded on Arrow's
+thread pool.
 """
 
 from __future__ import annotations
@@ -47,6 +49,19 @@ def _gathered(pending: list[pa.Table]) -> pa.Table:
     return table
 
 
+def _widened(table: pa.Table, types: Sequence[pa.DataType]) -> pa.Table | None:
+    """``table`` with the dataset's ``types`` (a file may hold narrower ones: int16 for
+    int64, µs for a frame's ns), cast as the dataset scan casts; None if a cast fails.
+    """
+    if all(col.type.equals(t) for col, t in zip(table.columns, types, strict=True)):
+        return table
+    schema = pa.schema([pa.field(f.name, t) for f, t in zip(table.schema, types, strict=True)])
+    try:
+        return table.cast(schema, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return None
+
+
 def read_local_files(
     store: Store,
     keys: Sequence[str],
@@ -65,8 +80,8 @@ def read_local_files(
     if not names or not keys:
         return None  # no column (only the row count: the footers have it) or no file
     try:
-        if os.path.getsize(store.path(keys[0])) > SMALL_FILE_BYTES:
-            return None  # files this large: the dataset scan's threads decode faster
+        if len(keys) > 1 and os.path.getsize(store.path(keys[0])) > SMALL_FILE_BYTES:
+            return None  # many files this large: the dataset scan's threads decode faster
     except OSError:
         return None
     pvs = partition_values if partition_values is not None else [()] * len(keys)
@@ -85,9 +100,10 @@ def read_local_files(
                     return None  # a missing column, or a partition column in the file
                 threaded = use_threads and f.size() > THREADED_BYTES
                 table = pf.read(columns=wanted, use_threads=threaded)
-            if not all(table.column(c).type.equals(t) for c, t in zip(wanted, types)):
+            table = _widened(table.select(wanted), types)
+            if table is None:
                 return None
-            pending.append(table.select(wanted))
+            pending.append(table)
             counts.append(table.num_rows)
             if len(pending) == GATHER_FILES:
                 tables.append(_gathered(pending))

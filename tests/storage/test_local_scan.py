@@ -79,19 +79,24 @@ def test_equals_the_dataset_scan(files, columns, monkeypatch) -> None:
 def test_cases_it_leaves_to_the_dataset_scan(files, monkeypatch) -> None:
     store, keys, pvs = files
     assert read_local_files(store, keys, SCHEMA, pvs, []) is None  # rows without columns
-    narrow = _body(5, 9).set_column(0, "x", pa.array(range(5), pa.int32()))
-    _write(store, "ds/table/p=k0/d=2024-01-01/narrow.parquet", narrow)
+    # a string file column of an int64 dataset column: no cast, the scan names the file
+    uncastable = _body(5, 9).set_column(0, "x", pa.array(["a"] * 5))
+    _write(store, "ds/table/p=k0/d=2024-01-01/uncastable.parquet", uncastable)
     missing = _body(5, 9).select(["x"])
     _write(store, "ds/table/p=k0/d=2024-01-01/missing.parquet", missing)
     inside = _body(5, 9).append_column("p", pa.array(["k0"] * 5))
     _write(store, "ds/table/p=k0/d=2024-01-01/inside.parquet", inside)
     pv = pvs[0]
-    for name in ("narrow", "missing", "inside"):
+    for name in ("missing", "inside"):
         key = f"ds/table/p=k0/d=2024-01-01/{name}.parquet"
         assert read_local_files(store, [*keys, key], SCHEMA, [*pvs, pv], None) is None, name
-        # the scan reads them all the same: widened, null-filled
+        # the scan reads them all the same: null-filled, the file's partition column ignored
         got = parquet.read_files(store, [*keys, key], SCHEMA, partition_values=[*pvs, pv])
         assert got.num_rows == sum(40 + i for i in range(N_FILES)) + 5
+    key = "ds/table/p=k0/d=2024-01-01/uncastable.parquet"
+    assert read_local_files(store, [*keys, key], SCHEMA, [*pvs, pv], None) is None
+    with pytest.raises(kf.CorruptDataError, match="uncastable"):
+        parquet.read_files(store, [*keys, key], SCHEMA, partition_values=[*pvs, pv])
     n = SMALL_FILE_BYTES // 4  # random int64: more than SMALL_FILE_BYTES on disk
     big = pa.table({"x": np.random.default_rng(1).integers(0, 2**62, n), "s": ["v"] * n})
     _write(store, "ds/table/p=k0/d=2024-01-01/big.parquet", big)
@@ -99,6 +104,39 @@ def test_cases_it_leaves_to_the_dataset_scan(files, monkeypatch) -> None:
     big_key = "ds/table/p=k0/d=2024-01-01/big.parquet"
     assert read_local_files(store, [big_key, *keys], SCHEMA, [pv, *pvs], None) is None
     assert read_local_files(store, ["ds/table/none.parquet"], SCHEMA, [pv], None) is None
+
+
+def test_narrower_file_types_are_widened_as_the_dataset_scan_widens(files, monkeypatch) -> None:
+    """A file written from int16/int32 columns of an int64 dataset column (pandas frames of
+    narrower dtypes appended to a dataset) is read file by file, cast as the scan casts."""
+    store, keys, pvs = files
+    narrow = _body(5, 9).set_column(0, "x", pa.array([1, -2, 3, 2**15 - 1, -(2**15)], pa.int16()))
+    key = "ds/table/p=k0/d=2024-01-01/narrow.parquet"
+    _write(store, key, narrow)
+    all_keys, all_pvs = [*keys, key], [*pvs, pvs[0]]
+    fast = read_local_files(store, all_keys, SCHEMA, all_pvs, None)
+    assert fast is not None
+    assert fast.equals(
+        _dataset_scan(store, all_keys, all_pvs, None, monkeypatch), check_metadata=True
+    )
+    assert fast["x"].type == pa.int64() and fast["x"].to_pylist()[-5:] == [1, -2, 3, 32767, -32768]
+
+
+def test_one_file_of_any_size_is_read_file_by_file(files, monkeypatch) -> None:
+    """One file (a dask task's) has no other file to decode beside: no dataset scan, even
+    above SMALL_FILE_BYTES; the table is the dataset scan's."""
+    store, _, pvs = files
+    n = SMALL_FILE_BYTES // 4
+    rng = np.random.default_rng(1)
+    big = pa.table({"x": rng.integers(0, 2**62, n), "s": ["v"] * n})
+    key = "ds/table/p=k0/d=2024-01-01/big.parquet"
+    _write(store, key, big)
+    assert os.path.getsize(store.path(key)) > SMALL_FILE_BYTES
+    fast = read_local_files(store, [key], SCHEMA, [pvs[0]], None)
+    assert fast is not None
+    assert fast.equals(
+        _dataset_scan(store, [key], [pvs[0]], None, monkeypatch), check_metadata=True
+    )
 
 
 @pytest.mark.parametrize("use_threads", [True, False])
