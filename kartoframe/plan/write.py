@@ -85,12 +85,8 @@ class PartitionPlan:
     def rows(self, i: int) -> pa.Table:
         """The rows of group ``i`` (sorted by ``sort_by``), with the body's schema."""
         if self.order is None:
-            part = self.body
-        else:
-            part = self.source.take(pa.array(self.order[self.starts[i] : self.ends[i]]))
-            if part.schema != self.body.schema:
-                part = part.cast(self.body.schema)  # decode the dictionary-encoded columns
-        return _sorted(part, self.sort_by)
+            return _sorted(self.body, self.sort_by)
+        return _sorted(self._gather(self.order[self.starts[i] : self.ends[i]]), self.sort_by)
 
     def sample(self, rows: int) -> pa.Table:
         """Up to ``rows`` rows of the largest group, in input order, with the body's
@@ -100,9 +96,14 @@ class PartitionPlan:
             return self.body.slice(0, rows)
         i = int(np.argmax(self.ends - self.starts))
         start = int(self.starts[i])
-        end = min(int(self.ends[i]), start + rows)
-        part = self.source.take(pa.array(self.order[start:end]))
-        return part.cast(self.body.schema) if part.schema != self.body.schema else part
+        return self._gather(self.order[start : min(int(self.ends[i]), start + rows)])
+
+    def _gather(self, positions: np.ndarray) -> pa.Table:
+        """The body rows at ``positions``, with the body's schema."""
+        part = self.source.take(pa.array(positions))
+        if part.schema != self.body.schema:
+            part = part.cast(self.body.schema)  # decode the dictionary-encoded columns
+        return part
 
 
 def new_file_uuid(prefix: str = "") -> str:

@@ -29,6 +29,13 @@ def _table(n: int) -> pa.Table:
     )
 
 
+def _encodings(path) -> dict[str, tuple[str, ...]]:
+    meta = pq.ParquetFile(path).metadata.row_group(0)
+    return {
+        meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)
+    }
+
+
 def test_repeating_and_dictionary_typed_columns_keep_dictionaries() -> None:
     table = _table(10_000)
     share = pa.compute.count_distinct(table["price"].slice(0, SAMPLE_ROWS)).as_py() / SAMPLE_ROWS
@@ -55,10 +62,7 @@ def test_data_files_use_dictionaries_where_values_repeat(tmp_path) -> None:
         store=str(tmp_path), dataset_uuid="e", dfs=[df], partition_on=["p"]
     )
     (path,) = tmp_path.glob("e/table/p=1/*.parquet")
-    meta = pq.ParquetFile(path).metadata.row_group(0)
-    encodings = {
-        meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)
-    }
+    encodings = _encodings(path)
     for name in ["kind", "country", "half", "price"]:
         assert "RLE_DICTIONARY" in encodings[name], name
     for name in ["id", "value"]:
@@ -70,13 +74,6 @@ def test_data_files_use_dictionaries_where_values_repeat(tmp_path) -> None:
         check_dtype=False,
         check_categorical=False,
     )
-
-
-def _encodings(path) -> dict[str, tuple[str, ...]]:
-    meta = pq.ParquetFile(path).metadata.row_group(0)
-    return {
-        meta.column(i).path_in_schema: meta.column(i).encodings for i in range(meta.num_columns)
-    }
 
 
 def test_one_decision_for_every_file_of_a_write(tmp_path) -> None:
