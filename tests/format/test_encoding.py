@@ -108,3 +108,27 @@ def test_one_decision_for_every_file_of_a_write(tmp_path) -> None:
     )
     (path,) = tmp_path.glob("one/table/p=small/*.parquet")
     assert "RLE_DICTIONARY" in _encodings(path)["u"]
+
+
+def test_a_dictionary_of_many_repeated_values_is_kept_over_the_whole_chunk(tmp_path) -> None:
+    """16,000 distinct int64 values in 50,000 rows (a product catalogue): their dictionary
+    (128 KiB) stays the whole chunk's. A 64 KiB cap, as before, fell back to plain half
+    way: the chunk was much larger and the sales table's reads 8-10 % slower."""
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"p": 1, "product": rng.integers(0, 16_000, 50_000)})
+    kf.store_dataframes_as_dataset(
+        store=str(tmp_path), dataset_uuid="e", dfs=[df], partition_on=["p"]
+    )
+    (path,) = tmp_path.glob("e/table/p=1/*.parquet")
+    ours = pq.ParquetFile(path).metadata.row_group(0).column(0)
+    capped = tmp_path / "capped.parquet"
+    pq.write_table(
+        pa.table({"product": df["product"]}),
+        capped,
+        compression="snappy",
+        dictionary_pagesize_limit=64 * 1024,
+    )
+    fallback = pq.ParquetFile(capped).metadata.row_group(0).column(0)
+    assert "RLE_DICTIONARY" in ours.encodings
+    assert ours.total_uncompressed_size < 0.7 * fallback.total_uncompressed_size
+    assert kf.read_table("e", str(tmp_path))["product"].tolist() == df["product"].tolist()
