@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from kartoframe.cli._common import EXIT_OK, emit_json, get_ctx, json_option
+from kartoframe.cli._common import EXIT_OK, console, emit_json, get_ctx, json_option
 from kartoframe.cli._tables import KIND_OPTION, table
 from kartoframe.cli._targets import Kind, resolve
 
@@ -63,8 +63,6 @@ def check_command(name: str, deep: bool, kind: Kind) -> int:
 
 
 def _print(report: CheckReport) -> None:
-    from kartoframe.cli._common import console
-
     out = console()
     what = f"{report.kind} {report.target}"
     if report.kind == "cube":

@@ -9,9 +9,11 @@ import click
 from kartoframe.cli._common import (
     BadInput,
     confirm,
+    console,
     emit_json,
     get_ctx,
     json_option,
+    json_value,
     plural,
     working,
 )
@@ -55,8 +57,6 @@ def history_command(name: str, limit: int | None, kind: Kind) -> None:
     if ctx.json:
         emit_json({"kind": target.kind, "name": name, "datasets": records})
         return
-    from kartoframe.cli._common import console, json_value
-
     out = console()
     for uuid, recs in records.items():
         if target.is_cube:

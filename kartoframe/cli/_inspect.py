@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -10,11 +11,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from kartoframe.cli._common import (
+    BadInput,
     console,
     emit_json,
     get_ctx,
     human_bytes,
     json_option,
+    json_value,
     plural,
     working,
 )
@@ -202,10 +205,6 @@ def dataset_info(
 
 
 def _print_dataset_info(out: Any, d: dict[str, Any], title: str) -> None:
-    import json
-
-    from kartoframe.cli._common import json_value
-
     out.print(heading(title))
     out.print(
         key_values(
@@ -327,8 +326,6 @@ def schema_command(name: str, history: bool, kind: Kind) -> None:
     target = resolve(ctx.store(), name, kind)
     if history:
         if target.is_cube:
-            from kartoframe.cli._common import BadInput
-
             raise BadInput("--history works on datasets; name one as PREFIX++ID.")
         events = kf.schema_history(name, target.store)
         if ctx.json:

@@ -7,7 +7,7 @@ import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from kartoframe.cli._common import BadInput, NotFound
+from kartoframe.cli._common import BadInput, NotFound, working
 from kartoframe.format import naming
 from kartoframe.format.cube import SEPARATOR, dataset_ids_from_listing
 
@@ -82,8 +82,6 @@ def resolve(
     FormatError
         A cube without its seed (unless ``seedless_ok``), or with broken metadata.
     """
-    from kartoframe.cli._common import working
-
     naming.validate_uuid(name, "NAME")
     # a slow store (or one retrying) shows a spinner with the elapsed time on a terminal
     with working(f"reading {name} in {store.display_url}"):
