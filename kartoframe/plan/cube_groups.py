@@ -28,22 +28,31 @@ from kartoframe.plan.scan import FilePart, all_indices, select_files
 __all__ = ["regroup"]
 
 
-_LABEL = "__kf_label__"
-_ORDER = "__kf_order__"
+#: One aligned row: column -> value, with each dataset's labels under its labels column.
+_Row = dict[str, Any]
 
 
 def _labels_col(ds_id: str) -> str:
     return f"__kf_labels__{ds_id}"
 
 
-def _dataset_frame(
+def _as_pandas_values(values: list[Any]) -> list[Any]:
+    """``values`` as a pandas column returns them (``tolist``): the value types group
+    keys have always had (datetimes become ``Timestamp``, numpy scalars Python ones).
+    """
+    return pd.Series(values).tolist() if values else []
+
+
+def _dataset_rows(
     cube: Cube,
     query: ReadQuery,
     loaded: LoadedDataset,
     intention: QueryIntention,
     indices: Mapping[str, pa.Table],
-) -> tuple[pd.DataFrame, list[str], PruneStats]:
-    """Surviving partitions of a dataset, keyed by cube partition and local partition-by.
+    ds_id: str,
+) -> tuple[list[_Row], list[str], PruneStats]:
+    """The surviving partitions of a dataset, one row per distinct tuple of its cube
+    partition and local partition-by values, with the list of its labels (commit order).
 
     Partitions are pruned (:func:`kartoframe.plan.scan.select_files`, the pruning of dataset
     reads) by partition keys and indices with the conditions on the dataset's columns
@@ -61,57 +70,68 @@ def _dataset_frame(
     pb_from_index = [c for c in local_pb if c not in pk]
     from_keys = key_cols + pb_from_keys
     positions = [pk.index(c) for c in from_keys]
-    rows: dict[str, list[Any]] = {c: [] for c in from_keys}
-    rows[_LABEL] = []
-    for lb in kept:
-        values = partition_values(lb, pk, loaded.schema) if positions else ()
-        rows[_LABEL].append(lb)
-        for c, i in zip(from_keys, positions):
-            rows[c].append(values[i])
-    frame = pd.DataFrame(rows, columns=[_LABEL, *from_keys])
+    order = {lb: i for i, lb in enumerate(labels)}
+    kept = sorted(kept, key=order.__getitem__)  # commit order
+    parsed = [partition_values(lb, pk, loaded.schema) for lb in kept] if positions else []
+    columns = {
+        c: _as_pandas_values([values[i] for values in parsed])
+        for c, i in zip(from_keys, positions, strict=True)
+    }
+    # (key values from the labels, label) pairs; an index column multiplies each label
+    # by the values it holds there (a label it does not list drops out)
+    pairs = [(tuple(columns[c][row] for c in from_keys), lb) for row, lb in enumerate(kept)]
     for c in pb_from_index:
         idx = indices[c]
-        values = idx.column(0).to_pylist()
-        pairs_v: list[Any] = []
-        pairs_l: list[str] = []
-        for v, lbs in zip(values, idx.column(1).to_pylist()):
+        by_label: dict[str, list[Any]] = {}
+        for v, lbs in zip(idx.column(0).to_pylist(), idx.column(1).to_pylist()):
             for lb in lbs:
-                pairs_v.append(v)
-                pairs_l.append(lb)
-        exploded = pd.DataFrame({_LABEL: pairs_l, c: pd.Series(pairs_v, dtype=object)})
-        frame = frame.merge(exploded, on=_LABEL, how="inner")
-    order = {lb: i for i, lb in enumerate(labels)}
-    frame[_ORDER] = frame[_LABEL].map(order)
+                by_label.setdefault(lb, []).append(v)
+        pairs = [((*key, v), lb) for key, lb in pairs for v in by_label.get(lb, ())]
     group_cols = key_cols + [c for c in local_pb if c not in key_cols]
-    return frame, group_cols, stats
-
-
-def _aggregate(frame: pd.DataFrame, group_cols: list[str], ds_id: str) -> pd.DataFrame:
-    """One row per distinct ``group_cols`` tuple with the list of its labels (commit order)."""
-    frame = frame.sort_values(_ORDER, kind="stable")
-    name = _labels_col(ds_id)
-    labels = frame[_LABEL].tolist()
-    if not group_cols:
-        return pd.DataFrame({name: [labels] if labels else []})
+    names = from_keys + pb_from_index
+    at = [names.index(c) for c in group_cols]
     grouped: dict[tuple[Any, ...], list[str]] = {}
-    for key, lb in zip(zip(*(frame[c].tolist() for c in group_cols)), labels):
-        grouped.setdefault(key, []).append(lb)
-    cols: dict[str, pd.Series] = {
-        c: pd.Series([k[i] for k in grouped], dtype=object) for i, c in enumerate(group_cols)
-    }
-    cols[name] = pd.Series(list(grouped.values()), dtype=object)
-    return pd.DataFrame(cols)
+    for key, lb in pairs:
+        grouped.setdefault(tuple(key[i] for i in at), []).append(lb)
+    name = _labels_col(ds_id)
+    rows = [{**dict(zip(group_cols, key, strict=True)), name: lbs} for key, lbs in grouped.items()]
+    return rows, group_cols, stats
 
 
-def _merge(left: pd.DataFrame, right: pd.DataFrame, how: Literal["inner", "left"]) -> pd.DataFrame:
-    common = [c for c in left.columns if c in right.columns]
-    if common:
-        return left.merge(right, on=common, how=how, sort=False)
-    if how == "inner" or len(right):
-        return left.merge(right, how="cross")
-    out = left.copy()
-    for c in right.columns:
-        out[c] = None
+def _join_key(row: _Row, columns: Sequence[str]) -> tuple[Any, ...] | None:
+    """The values of ``columns`` in ``row`` as a join key; None when one is missing
+    (it matches nothing).
+    """
+    key = tuple(row.get(c) for c in columns)
+    return None if any(_is_missing(v) for v in key) else key
+
+
+def _join(
+    left: list[_Row],
+    left_cols: list[str],
+    right: list[_Row],
+    right_cols: list[str],
+    how: Literal["inner", "left"],
+) -> list[_Row]:
+    """Join aligned rows with a dataset's rows on their common columns (every pair of
+    rows when there is none); a left join keeps an unmatched row with None for the
+    dataset's columns.
+    """
+    common = [c for c in left_cols if c in right_cols]
+    added = [c for c in right_cols if c not in common]
+    matches: dict[tuple[Any, ...] | None, list[_Row]] = {}
+    for r in right:
+        key = _join_key(r, common) if common else ()
+        if key is not None:
+            matches.setdefault(key, []).append(r)
+    missing = dict.fromkeys(added)
+    out: list[_Row] = []
+    for row in left:
+        found = matches.get(_join_key(row, common) if common else ())
+        if found:
+            out.extend({**row, **{c: r[c] for c in added}} for r in found)
+        elif how == "left":
+            out.append({**row, **missing})
     return out
 
 
@@ -125,25 +145,29 @@ def regroup(
     """Prune every dataset, align their partitions (seed, then inner joins with the
     restrictive datasets, then left joins) and cut the result into query groups.
     """
-    aligned: pd.DataFrame | None = None
+    aligned: list[_Row] = []
+    aligned_cols: list[str] = []
     stats: dict[str, PruneStats] = {}
-    for read in reads:
+    for n, read in enumerate(reads):
         loaded = datasets[read.dataset_id]
-        indices = all_indices(loaded)
-        frame, group_cols, stats[read.dataset_id] = _dataset_frame(
-            cube, queries[read.dataset_id], loaded, intention, indices
+        rows, group_cols, stats[read.dataset_id] = _dataset_rows(
+            cube, queries[read.dataset_id], loaded, intention, all_indices(loaded), read.dataset_id
         )
-        agg = _aggregate(frame, group_cols, read.dataset_id)
-        if aligned is None:
-            aligned = agg
+        cols = [*group_cols, _labels_col(read.dataset_id)]
+        if n == 0:
+            aligned = rows
         else:
-            aligned = _merge(aligned, agg, "inner" if read.role == "inner" else "left")
-    assert aligned is not None
+            how: Literal["inner", "left"] = "inner" if read.role == "inner" else "left"
+            aligned = _join(aligned, aligned_cols, rows, cols, how)
+        aligned_cols += [c for c in cols if c not in aligned_cols]
     pby = list(intention.partition_by) or list(cube.partition_columns)
-    if aligned.empty:
+    if not aligned:
         return (), stats
-    keys = list(zip(*(aligned[c].tolist() for c in pby)))
-    label_lists = {r.dataset_id: aligned[_labels_col(r.dataset_id)].tolist() for r in reads}
+    values = {c: [row[c] for row in aligned] for c in pby}
+    keys = list(zip(*(values[c] for c in pby), strict=True))
+    label_lists = {
+        r.dataset_id: [row.get(_labels_col(r.dataset_id)) for row in aligned] for r in reads
+    }
     rows_of: dict[tuple[Any, ...], list[int]] = {}
     for row, key in enumerate(keys):
         if not any(_is_missing(v) for v in key):

@@ -177,3 +177,91 @@ def test_plan_is_picklable_and_pure(cube, full):
     assert seed.join_columns == ("x", "y", "p")
     assert seed.predicate is not None
     assert plan.sort_columns == ("x", "y", "p")
+
+
+@pytest.fixture
+def aligned(store):
+    """A seed, an indexed dataset with an extra partition key ``q`` that covers only the
+    seed's partition p=1, and one partitioned by a timestamp ``t``.
+    """
+    cube = kf.Cube(
+        uuid_prefix="c", dimension_columns=["x"], partition_columns=["p"], index_columns=["q"]
+    )
+    seed = pd.DataFrame({"x": [1, 2, 3], "p": [1, 1, 2], "v": [1.0, 2.0, 3.0]})
+    other = pd.DataFrame({"x": [1, 2], "p": [1, 1], "q": [10, 11], "w": [5, 6]})
+    ts = pd.DataFrame(
+        {"x": [1, 3], "p": [1, 2], "t": pd.to_datetime(["2020-01-01", "2020-01-02"]), "z": [1, 2]}
+    )
+    kf.build_cube(
+        {"seed": seed, "other": other, "ts": ts},
+        cube,
+        store,
+        partition_on={"other": ["p", "q"], "ts": ["p", "t"]},
+    )
+    return cube
+
+
+def _key_prefixes(group):
+    """A group's key (value types included) and each dataset's files as their partitions."""
+    key = tuple((c, type(v).__name__, v) for c, v in group.key)
+    files = {ds: [f.label.rsplit("/", 1)[0] for f in fs] for ds, fs in group.files.items()}
+    return key, files
+
+
+T1, T2 = pd.Timestamp("2020-01-01"), pd.Timestamp("2020-01-02")
+P1T1, P2T2 = "p=1/t=2020-01-01%2000%3A00%3A00", "p=2/t=2020-01-02%2000%3A00%3A00"
+
+
+@pytest.mark.parametrize(
+    ("partition_by", "expected"),
+    [
+        (
+            ["q"],
+            [
+                ((("q", "int", 10),), {"seed": ["p=1"], "other": ["p=1/q=10"], "ts": [P1T1]}),
+                ((("q", "int", 11),), {"seed": ["p=1"], "other": ["p=1/q=11"], "ts": [P1T1]}),
+            ],
+        ),
+        (
+            ["t"],
+            [
+                (
+                    (("t", "Timestamp", T1),),
+                    {"seed": ["p=1"], "ts": [P1T1], "other": ["p=1/q=10", "p=1/q=11"]},
+                ),
+                ((("t", "Timestamp", T2),), {"seed": ["p=2"], "ts": [P2T2], "other": []}),
+            ],
+        ),
+        (
+            ["p"],
+            [
+                (
+                    (("p", "int", 1),),
+                    {"seed": ["p=1"], "other": ["p=1/q=10", "p=1/q=11"], "ts": [P1T1]},
+                ),
+                ((("p", "int", 2),), {"seed": ["p=2"], "other": [], "ts": [P2T2]}),
+            ],
+        ),
+        (
+            ["q", "t"],
+            [
+                (
+                    (("q", "int", 10), ("t", "Timestamp", T1)),
+                    {"seed": ["p=1"], "other": ["p=1/q=10"], "ts": [P1T1]},
+                ),
+                (
+                    (("q", "int", 11), ("t", "Timestamp", T1)),
+                    {"seed": ["p=1"], "other": ["p=1/q=11"], "ts": [P1T1]},
+                ),
+            ],
+        ),
+    ],
+)
+def test_groups_align_datasets_by_partition(aligned, store, partition_by, expected):
+    """The groups of an alignment of three datasets: their keys keep the column types
+    (ints, Timestamps; a seed partition without ``q`` drops out of ``q``'s groups) and
+    each dataset's files are the partitions with the group's values (pinned on the
+    pandas-merge alignment this replaced).
+    """
+    plan, _ = plan_cube_query(aligned, store, partition_by=partition_by)
+    assert [_key_prefixes(g) for g in plan.groups] == expected
