@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -33,7 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kartoframe.execution.kernel import read_task_table
-from kartoframe.format.convert import table_to_frame
+from kartoframe.format.convert import column_records, records_to_frame, table_to_frame
+from kartoframe.format.schema import pandas_metadata
 from kartoframe.plan.cube_plan import CubeQueryPlan, DatasetRead, QueryGroup
 from kartoframe.plan.cube_write import duplicate_mask
 from kartoframe.storage.store import Store
@@ -270,6 +272,42 @@ def _to_frame(read: DatasetRead, table: pa.Table, columns: Sequence[str]) -> pd.
     return df[list(table.column_names)]
 
 
+#: pandas dtypes of a left-joined dataset's columns: its unmatched rows hold NA
+_NULLABLE_TYPES = (
+    (pa.types.is_boolean, None, "boolean"),
+    (pa.types.is_signed_integer, pa.int64(), "Int64"),
+    (pa.types.is_unsigned_integer, pa.uint64(), "UInt64"),
+)
+
+
+def _frame_of(
+    pieces: Sequence[tuple[DatasetRead, pa.Table]], output: Sequence[str]
+) -> pd.DataFrame:
+    """The joined columns (each dataset's table, aligned with the seed's rows) as one
+    frame in ``output`` order, converted to pandas in one pass: every column by its
+    dataset's pandas metadata, a left-joined dataset's integers and booleans as pandas
+    nullable dtypes (as :func:`_to_frame` converts each dataset's part).
+    """
+    columns: dict[str, pa.ChunkedArray] = {}
+    records: dict[str, dict[str, Any]] = {}
+    for read, table in pieces:
+        own = column_records(table, read.schema, nullable_integers=read.nullable_integers)
+        for name, col in zip(table.column_names, table.columns, strict=True):
+            rec = own.get(name)
+            if read.role == "left":
+                for is_type, cast_to, numpy_type in _NULLABLE_TYPES:
+                    if is_type(col.type):
+                        col = col.cast(cast_to) if cast_to is not None else col
+                        base = rec or {"name": name, "field_name": name, "metadata": None}
+                        rec = {**base, "pandas_type": str(col.type), "numpy_type": numpy_type}
+                        break
+            columns[name] = col
+            if rec is not None:
+                records[name] = rec
+    table = pa.Table.from_arrays([columns[c] for c in output], names=list(output))
+    return records_to_frame(table, pandas_metadata(pieces[0][0].schema) or {}, records)
+
+
 def _take(table: pa.Table, idx: np.ndarray) -> pa.Table:
     if len(idx) and idx.min() < 0:
         return table.take(pa.array(idx, mask=idx < 0))
@@ -321,6 +359,10 @@ def join_tables(plan: CubeQueryPlan, tables: dict[str, pa.Table]) -> pd.DataFram
                 tables[read.dataset_id].select(cols), indexers[read.dataset_id]
             )
     seed_cols = [c for c in seed.column_names if c in output]
+    pieces = [(seed_read, seed.select(seed_cols))]
+    pieces += [(r, taken[r.dataset_id]) for r in plan.reads[1:] if r.dataset_id in taken]
+    if not fallback and {c for _, t in pieces for c in t.column_names} >= set(output):
+        return _frame_of(pieces, output)
     parts = [_to_frame(seed_read, seed, seed_cols)]
     for read in plan.reads[1:]:
         if read.dataset_id in taken:

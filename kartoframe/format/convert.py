@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -23,9 +23,11 @@ from kartoframe.errors import InvalidInputError, InvalidTypeError, SchemaError
 from kartoframe.format.schema import PANDAS_KEY, pandas_metadata
 
 __all__ = [
+    "column_records",
     "declares_missing_values",
     "frame_to_table",
     "pandas_read_schema",
+    "records_to_frame",
     "storage_table",
     "table_to_frame",
 ]
@@ -254,10 +256,41 @@ def table_to_frame(
     """
     if table.num_columns == 0:
         return pd.DataFrame(index=pd.RangeIndex(table.num_rows))
+    records = column_records(table, schema, nullable_integers=nullable_integers)
+    return records_to_frame(
+        table,
+        pandas_metadata(schema) or {},
+        records,
+        categoricals=categoricals,
+        dates_as_object=dates_as_object,
+    )
+
+
+def column_records(
+    table: pa.Table, schema: pa.Schema, *, nullable_integers: Collection[str] = ()
+) -> dict[str, dict[str, Any]]:
+    """The pandas metadata records (by column name) that convert ``table``'s columns as
+    :func:`table_to_frame` does: the dataset ``schema``'s, with integer columns as pandas
+    nullable integers where ``nullable_integers`` names them or they hold nulls.
+    """
     meta = pandas_metadata(schema) or {}
     records = {r["name"]: r for r in meta.get("columns", []) if isinstance(r, dict)}
+    return {**records, **_nullable_integer_records(table, records, nullable_integers)}
+
+
+def records_to_frame(
+    table: pa.Table,
+    meta: Mapping[str, Any],
+    records: Mapping[str, dict[str, Any]],
+    *,
+    categoricals: Sequence[str] = (),
+    dates_as_object: bool = True,
+) -> pd.DataFrame:
+    """Convert ``table`` to pandas in one pass with a column record each (see
+    :func:`column_records`; columns of several datasets may be converted together) and
+    the rest of the pandas metadata ``meta`` (the column index).
+    """
     names = table.column_names
-    records = {**records, **_nullable_integer_records(table, records, nullable_integers)}
     sub = dict(meta)
     sub["columns"] = [records[n] for n in names if n in records]
     sub["index_columns"] = []
@@ -269,4 +302,4 @@ def table_to_frame(
             idx = names.index(c)
             table = table.set_column(idx, c, pc.dictionary_encode(col))
     df = table.to_pandas(date_as_object=dates_as_object, split_blocks=True, self_destruct=False)
-    return _restore_units(df, records)
+    return _restore_units(df, dict(records))
