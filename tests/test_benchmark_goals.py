@@ -378,3 +378,35 @@ def test_spark_status_flips_at_the_goal(
     out = capsys.readouterr().out
     count_line = next(ln for ln in out.splitlines() if ln.startswith("count"))
     assert "<= 1.0x time" in count_line and count_line.rstrip().endswith("FAIL")
+
+
+# --------------------------------------------------------------------------------------------
+# scale_read.py
+# --------------------------------------------------------------------------------------------
+
+
+def test_tiny_scale_read_run_times_fresh_processes(tmp_path: pathlib.Path) -> None:
+    """Every system reads its own files in fresh processes, the results are checked, and
+    the first-read goal against deltalake is printed, saved and decides the exit status.
+    """
+    out = tmp_path / "scale.json"
+    args = ["--rows", "20000", "--partitions", "4", "--repeat", "1"]
+    args += ["--systems", "kartoframe,deltalake", "--data-dir", str(tmp_path / "data")]
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "scale_read.py"), *args, "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    goal = [ln for ln in proc.stdout.splitlines() if "goal: first read <= 1.0x" in ln]
+    assert len(goal) == 1 and goal[0].endswith("PASS" if proc.returncode == 0 else "FAIL")
+    data = json.loads(out.read_text())
+    runs = data["20000"]["runs"]
+    assert sorted(runs) == ["deltalake", "kartoframe"]
+    for system, (run,) in runs.items():
+        assert run["system"] == system and run["rows"] == 20000
+        assert run["first"] > 0 and run["warm"] > 0
+    med = data["20000"]["median"]
+    ratio = med["kartoframe"]["first"] / med["deltalake"]["first"]
+    assert f"{ratio:.3f}x" in goal[0]
