@@ -94,6 +94,7 @@ from kartoframe.dask import (
 )
 from kartoframe.errors import *  # noqa: F403  (every error class, as errors.__all__ lists them)
 from kartoframe.execution.write import ParquetSerializer
+from kartoframe.format.arrow_memory import disable_transparent_huge_pages
 from kartoframe.format.cube import Cube
 from kartoframe.plan.conditions import C, Condition, Conjunction
 from kartoframe.storage.csv_files import CsvSerializer
@@ -116,6 +117,7 @@ __all__ = [
     "copy_dataset",
     "create_empty_dataset_header",
     "delete_dataset",
+    "disable_transparent_huge_pages",
     "garbage_collect_dataset",
     "CheckReport",
     "Finding",
