@@ -40,7 +40,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -394,18 +393,11 @@ def kf_query(store_dir: Path, names: list[str], repeat: int) -> dict[str, Any]:
 
 
 def _ktk_subprocess(args: list[str]) -> Any:
-    env = {**os.environ}
-    proc = subprocess.run(
-        [str(KTK_PYTHON), str(Path(__file__).resolve()), "--worker", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"kartothek worker failed:\n{proc.stderr[-4000:]}")
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    return json.loads(lines[-1]) if lines else None
+    sys.path.insert(0, str(HERE))
+    import systems
+
+    argv = [Path(__file__).resolve(), "--worker", *args]
+    return systems.json_worker(argv, what="kartothek worker", python=KTK_PYTHON)
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:

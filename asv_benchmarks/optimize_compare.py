@@ -450,19 +450,15 @@ def measure_memory(variant: str, base: Path, work: Path, hygiene: Sequence[str])
     The subprocess runs without the ``hygiene`` allocator variables (freed memory goes back
     to the kernel, so its RSS follows what is live rather than what was ever allocated).
     """
+    sys.path.insert(0, str(HERE))
+    import systems
+
     copy_table(base, work)
-    env = {k: v for k, v in os.environ.items() if k not in hygiene}
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--memory-worker", variant, str(work)],
-        capture_output=True,
-        text=True,
-        check=False,
-        env=env,
-    )
-    shutil.rmtree(work, ignore_errors=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"memory worker failed: {proc.stderr.strip()[-500:]}")
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    argv = [Path(__file__).resolve(), "--memory-worker", variant, work]
+    try:
+        return dict(systems.json_worker(argv, what="memory worker", drop_env=hygiene))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------

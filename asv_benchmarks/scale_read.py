@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -34,8 +32,6 @@ sys.path.insert(0, str(HERE))
 
 import systems  # noqa: E402
 
-#: ``compare.py``'s allocator variables, which a user's process does not set
-HYGIENE = ("MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "MIMALLOC_PURGE_DELAY")
 #: the goal: kartoframe's first read at most this many times deltalake's
 GOAL = 1.0
 
@@ -65,17 +61,11 @@ def worker(system: str, root: Path) -> dict[str, Any]:
 
 
 def _run_worker(system: str, root: Path) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k not in HYGIENE}
-    proc = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--worker", system, str(root)],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"{system} worker failed:\n{proc.stderr[-3000:]}")
-    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+    from compare import HYGIENE_ENV  # a user's process has none of these variables
+
+    argv = [Path(__file__).resolve(), "--worker", system, root]
+    found = systems.json_worker(argv, what=f"{system} worker", drop_env=HYGIENE_ENV)
+    return dict(found)
 
 
 def main(argv: list[str] | None = None) -> int:

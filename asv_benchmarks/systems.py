@@ -22,9 +22,11 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import shutil
+import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -515,6 +517,35 @@ def header_dataset(
     _publish(root, stamp)
     log(f"    header {path.name}: {path.stat().st_size / 1e6:.1f} MB")
     return root
+
+
+def json_worker(
+    argv: Sequence[str],
+    *,
+    what: str,
+    python: Path | str = sys.executable,
+    drop_env: Iterable[str] = (),
+) -> Any:
+    """Run a benchmark worker process (``python argv...``) and return the JSON object on
+    the last line of its output that starts with ``{`` (None if there is none).
+
+    ``drop_env`` names environment variables the worker runs without (the allocator
+    hygiene of a parent that times warm calls, say).
+
+    Raises
+    ------
+    RuntimeError
+        The worker exited with an error (its message ends with the worker's stderr).
+    """
+    dropped = set(drop_env)
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
+    proc = subprocess.run(
+        [str(python), *map(str, argv)], capture_output=True, text=True, env=env, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{proc.stderr.strip()[-4000:]}")
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    return json.loads(lines[-1]) if lines else None
 
 
 def frame_revenue(df: Any) -> float:
