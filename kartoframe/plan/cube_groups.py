@@ -121,13 +121,13 @@ def _join(
     added = [c for c in right_cols if c not in common]
     matches: dict[tuple[Any, ...] | None, list[_Row]] = {}
     for r in right:
-        key = _join_key(r, common) if common else ()
+        key = _join_key(r, common)  # () for every row when there is no common column
         if key is not None:
             matches.setdefault(key, []).append(r)
     missing = dict.fromkeys(added)
     out: list[_Row] = []
     for row in left:
-        found = matches.get(_join_key(row, common) if common else ())
+        found = matches.get(_join_key(row, common))
         if found:
             out.extend({**row, **{c: r[c] for c in added}} for r in found)
         elif how == "left":
@@ -163,13 +163,9 @@ def regroup(
     pby = list(intention.partition_by) or list(cube.partition_columns)
     if not aligned:
         return (), stats
-    values = {c: [row[c] for row in aligned] for c in pby}
-    keys = list(zip(*(values[c] for c in pby), strict=True))
-    label_lists = {
-        r.dataset_id: [row.get(_labels_col(r.dataset_id)) for row in aligned] for r in reads
-    }
-    rows_of: dict[tuple[Any, ...], list[int]] = {}
-    for row, key in enumerate(keys):
+    rows_of: dict[tuple[Any, ...], list[_Row]] = {}
+    for row in aligned:
+        key = tuple(row[c] for c in pby)
         if not any(_is_missing(v) for v in key):
             rows_of.setdefault(key, []).append(row)
     parts: dict[str, dict[str, FilePart]] = {r.dataset_id: {} for r in reads}
@@ -179,7 +175,7 @@ def regroup(
         for read in reads:
             seen: dict[str, None] = {}
             for row in rows_of[key]:
-                lbs = label_lists[read.dataset_id][row]
+                lbs = row.get(_labels_col(read.dataset_id))
                 if isinstance(lbs, list):
                     seen.update(dict.fromkeys(lbs))
             loaded = datasets[read.dataset_id]
