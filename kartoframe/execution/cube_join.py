@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kartoframe.execution.kernel import read_task_table
-from kartoframe.format.convert import column_records, records_to_frame, table_to_frame
+from kartoframe.format.convert import column_records, records_to_frame
 from kartoframe.format.schema import pandas_metadata
 from kartoframe.plan.cube_plan import CubeQueryPlan, DatasetRead, QueryGroup
 from kartoframe.plan.cube_write import duplicate_mask
@@ -241,35 +241,9 @@ def _indexer(
     return _dense_or_hash(lkey, rkey, space)
 
 
-def _widened(col: pa.ChunkedArray) -> pd.Series | None:
-    """Integers and booleans of a left-joined dataset as nullable pandas dtypes."""
-    t = col.type
-    if pa.types.is_boolean(t):
-        return col.to_pandas(types_mapper={pa.bool_(): pd.BooleanDtype()}.get)
-    if pa.types.is_signed_integer(t):
-        return col.cast(pa.int64()).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
-    if pa.types.is_unsigned_integer(t):
-        return col.cast(pa.uint64()).to_pandas(types_mapper={pa.uint64(): pd.UInt64Dtype()}.get)
-    return None
-
-
 def _to_frame(read: DatasetRead, table: pa.Table, columns: Sequence[str]) -> pd.DataFrame:
-    table = table.select(list(columns))
-    ints = read.nullable_integers
-    if read.role != "left":
-        return table_to_frame(table, read.schema, nullable_integers=ints)
-    widened: dict[str, pd.Series] = {}
-    for c in table.column_names:
-        w = _widened(table[c])
-        if w is not None:
-            widened[c] = w
-    if not widened:
-        return table_to_frame(table, read.schema, nullable_integers=ints)
-    rest = [c for c in table.column_names if c not in widened]
-    df = table_to_frame(table.select(rest), read.schema, nullable_integers=ints)
-    for c, s in widened.items():
-        df[c] = pd.Series(s.array, index=df.index, name=c)
-    return df[list(table.column_names)]
+    """One dataset's ``columns`` as pandas, by its rules (see :func:`_frame_of`)."""
+    return _frame_of([(read, table.select(list(columns)))], list(columns))
 
 
 #: pandas dtypes of a left-joined dataset's columns: its unmatched rows hold NA
@@ -286,8 +260,10 @@ def _frame_of(
     """The joined columns (each dataset's table, aligned with the seed's rows) as one
     frame in ``output`` order, converted to pandas in one pass: every column by its
     dataset's pandas metadata, a left-joined dataset's integers and booleans as pandas
-    nullable dtypes (as :func:`_to_frame` converts each dataset's part).
+    nullable dtypes (its unmatched rows hold NA).
     """
+    if not output:
+        return pd.DataFrame(index=pd.RangeIndex(pieces[0][1].num_rows))
     columns: dict[str, pa.ChunkedArray] = {}
     records: dict[str, dict[str, Any]] = {}
     for read, table in pieces:

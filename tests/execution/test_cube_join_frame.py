@@ -1,7 +1,7 @@
 """The cube join converts its joined columns to pandas in one pass
-(:func:`kartoframe.execution.cube_join._frame_of`); each part converted on its own by its
-dataset's rules (:func:`~kartoframe.execution.cube_join._to_frame`, then a ``concat``)
-gives exactly the same frame, for every column type a cube dataset may hold.
+(:func:`kartoframe.execution.cube_join._frame_of`); each dataset's part converted on its
+own by its dataset's rules (as the join's merge fallback converts them), then a
+``concat``, gives exactly the same frame, for every column type a cube dataset may hold.
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def test_one_conversion_equals_a_conversion_per_dataset(typed_cube, monkeypatch)
 
     def checked(pieces: Sequence[tuple[Any, pa.Table]], output: Sequence[str]) -> pd.DataFrame:
         got = one_pass(pieces, output)
-        parts = [cube_join._to_frame(read, table, table.column_names) for read, table in pieces]
+        parts = [one_pass([(read, table)], table.column_names) for read, table in pieces]
         expected = pd.concat(parts, axis=1).loc[:, list(output)].reset_index(drop=True)
         pd.testing.assert_frame_equal(got, expected, check_exact=True)
         pd.testing.assert_index_equal(got.columns, expected.columns, exact=True)
