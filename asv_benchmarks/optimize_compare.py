@@ -949,8 +949,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.memory_worker:
         variant, path = args.memory_worker
-        print(json.dumps(memory_worker(variant, Path(path))))
-        return 0
+        sys.path.insert(0, str(HERE))
+        import systems
+
+        systems.finish_worker(memory_worker(variant, Path(path)))
     sys.path.insert(0, str(HERE))
     import compare
 

@@ -79,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--worker", nargs=2, metavar=("SYSTEM", "ROOT"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.worker[0], Path(args.worker[1]))))
-        return 0
+        systems.finish_worker(worker(args.worker[0], Path(args.worker[1])))
 
     names = [s for s in args.systems.split(",") if s]
     print(f"kartoframe loaded from: {systems.use_checkout_kartoframe()}")
