@@ -9,6 +9,7 @@ recorded in the log as an ``external`` entry before the commit's own (see
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 from kartoframe.format import header_stamp, log_diff, naming, txlog
 from kartoframe.format.dataset import LoadedDataset
@@ -29,8 +30,13 @@ __all__ = [
 ]
 
 
+@functools.cache
 def writer_name() -> str:
-    """The ``writer`` recorded in log entries: ``kartoframe <version>``."""
+    """The ``writer`` recorded in log entries: ``kartoframe <version>``.
+
+    Looked up once per process: reading the distribution's metadata costs about a
+    millisecond, 5-7 % of a small append commit.
+    """
     try:
         from importlib.metadata import version
 
