@@ -238,13 +238,6 @@ def changes_vs_full_read(base: Path, work: Path, source: Any, repeat: int) -> di
     }
 
 
-def _status(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(field)
-
-
 def memory_worker(base: Path, work: Path, source_path: Path) -> dict[str, Any]:
     """One kartoframe merge in this (fresh) process: its peak RSS growth (``VmHWM`` reset
     after the imports, a warm-up merge of a tiny table and reading the source) against the
@@ -256,6 +249,9 @@ def memory_worker(base: Path, work: Path, source_path: Path) -> dict[str, Any]:
 
     import kartoframe as kf
 
+    sys.path.insert(0, str(HERE))
+    import systems
+
     with tempfile.TemporaryDirectory() as tmp:  # warm-up: code, pools, caches
         df = pd.DataFrame({"day": [1, 2], "id": [1, 2], "value": [1.0, 2.0]})
         kf.store_dataframes_as_dataset(store=tmp, dataset_uuid="w", dfs=[df], partition_on=["day"])
@@ -263,10 +259,9 @@ def memory_worker(base: Path, work: Path, source_path: Path) -> dict[str, Any]:
     source = pq.read_table(source_path)
     copy_table(base, work)
     header = kf.read_dataset_metadata(UUID, str(work)).partitions
-    Path("/proc/self/clear_refs").write_text("5")
-    rss0 = _status("VmRSS")
+    rss0, _ = systems.reset_peak_rss()
     r = kf.merge_dataset(source, str(work), UUID, on=["day", "id"])
-    growth = _status("VmHWM") - rss0
+    growth = systems.proc_status("VmHWM") - rss0
     rewritten = [header[lb] for lb in r.candidates]
     files = sum(pq.read_table(base / k).nbytes for k in rewritten)
     largest = max((pq.read_table(base / k).nbytes for k in rewritten), default=0)

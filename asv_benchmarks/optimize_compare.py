@@ -387,14 +387,6 @@ def check_frame(df: Any, rows: int, value_sum: float | None) -> str | None:
 # --------------------------------------------------------------------------------------------
 
 
-def _proc_status(field: str) -> int:
-    """A ``VmRSS``/``VmHWM`` line of /proc/self/status, in bytes."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"{field} not in /proc/self/status")
-
-
 def memory_worker(variant: str, path: Path) -> dict[str, Any]:
     """Run one optimize in this (fresh) process; report its memory high-water marks.
 
@@ -420,16 +412,11 @@ def memory_worker(variant: str, path: Path) -> dict[str, Any]:
     gc.collect()
     pool = pa.default_memory_pool()
     pool_before = pool.max_memory()
-    try:
-        Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS
-        reset = True
-    except OSError:
-        reset = False
-    base = _proc_status("VmRSS")
+    base, reset = systems.reset_peak_rss()
     t0 = time.perf_counter()
     files = run_variant(variant, path)
     seconds = time.perf_counter() - t0
-    peak = _proc_status("VmHWM")
+    peak = systems.proc_status("VmHWM")
     return {
         "variant": variant,
         "rss_after_imports": base,

@@ -562,6 +562,29 @@ def finish_worker(result: Any) -> NoReturn:
     os._exit(0)
 
 
+def proc_status(field: str) -> int:
+    """A memory line of ``/proc/self/status`` (``VmRSS``, ``VmHWM``...), in bytes."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"{field} not in /proc/self/status")
+
+
+def reset_peak_rss() -> tuple[int, bool]:
+    """Reset this process's RSS high-water mark (``VmHWM``) to its current RSS.
+
+    Returns the current RSS (the baseline of a later :func:`proc_status` ``("VmHWM")``) and
+    whether the reset worked (``/proc/self/clear_refs`` is writable). ``ru_maxrss`` is no
+    use in a worker: Linux carries the parent's high-water mark across ``exec``.
+    """
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+        reset = True
+    except OSError:
+        reset = False
+    return proc_status("VmRSS"), reset
+
+
 def frame_revenue(df: Any) -> float:
     """Sum of the ``revenue`` column (for result checks)."""
     return float(np.asarray(df["revenue"], dtype="float64").sum())

@@ -67,6 +67,7 @@ def test_tiny_run_checks_every_append(tmp_path: pathlib.Path) -> None:
     # exit status 1 with a message means "a goal missed" (timings of a tiny run); any other
     # failure (a lost or phantom append fails the check) leaves no JSON
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]  # exit 1 from a crash
     data = json.loads(out.read_text())
     rows = data["concurrent_appends"]["local"]
     assert [(r["system"], r["writers"], r["commits"]) for r in rows] == [

@@ -1,0 +1,285 @@
+"""Writes at scale: peak memory of an eager write against its input, and the cost per partition.
+
+The scale issue's "bounded memory" goals, each system in fresh processes with its default
+arguments (the allocator variables of ``compare.py``'s hygiene removed: a user's process
+has none):
+
+``rows``
+    The sales table of ``compare.py`` (10 columns, 20 partitions by country and month, or
+    ``--rows-partitions``) at ``--rows`` rows, written by kartoframe
+    (``store_dataframes_as_dataset`` with the secondary index on ``product_id``, as in
+    ``compare.py``), deltalake (``write_deltalake(..., partition_by=...)``) and pyarrow
+    (``pyarrow.dataset.write_dataset``, hive). The input
+    DataFrame is loaded and a tiny write warms the system up; the allocators give back what
+    loading freed, the RSS high-water mark is reset and the write timed. Reported: seconds,
+    the RSS growth during the write, and the *peak*: the process's RSS high-water mark over
+    its RSS after the imports (before the input was loaded), so it counts the input itself,
+    against the input's in-memory size (``DataFrame.memory_usage(deep=True)``). Goal:
+    kartoframe's peak <= 2x the input (the input plus at most one input's worth for the
+    write). The growth alone under-counts where the write reuses pages the load freed.
+``partitions``
+    A frame of ``N`` partitions of 4 rows (an integer partition column, an int64 and a
+    float64 column) written with ``partition_on`` / ``partition_by`` / hive partitioning, no
+    index. Reported: milliseconds per partition. Goal: kartoframe's cost per partition no
+    worse than deltalake's (ratio <= 1.0).
+
+The processes alternate between systems, ``--repeat`` times each; the figures are medians.
+The script prints the goal lines and exits 1 when one is missed.
+
+Run it with::
+
+    .venv/bin/python asv_benchmarks/scale_write.py --data-dir bench-data --repeat 3
+    .venv/bin/python asv_benchmarks/scale_write.py --only partitions --partitions 100000 --repeat 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import systems  # noqa: E402
+
+#: the goals: kartoframe's peak RSS (input included) over the input, and its time per partition over
+#: deltalake's
+MEMORY_GOAL = 2.0
+PARTITION_GOAL = 1.0
+SYSTEMS = ("kartoframe", "deltalake", "pyarrow")
+ROWS_PER_PARTITION = 4
+
+
+def many_partitions_frame(partitions: int) -> Any:
+    """``partitions`` partitions (column ``part``) of :data:`ROWS_PER_PARTITION` rows."""
+    import numpy as np
+    import pandas as pd
+
+    rows = partitions * ROWS_PER_PARTITION
+    return pd.DataFrame(
+        {
+            "part": np.repeat(np.arange(partitions, dtype="int64"), ROWS_PER_PARTITION),
+            "x": np.arange(rows, dtype="int64"),
+            "y": np.random.default_rng(0).random(rows),
+        }
+    )
+
+
+def _write_partitions(system: str, df: Any, root: Path) -> None:
+    """Write ``df`` partitioned by ``part`` with ``system``'s defaults, no index."""
+    import pyarrow as pa
+
+    if system == "kartoframe":
+        systems.kf_call("store_dataframes_as_dataset", str(root), "ds", [df], partition_on=["part"])
+    elif system == "deltalake":
+        from deltalake import write_deltalake
+
+        write_deltalake(
+            str(root), pa.Table.from_pandas(df, preserve_index=False), partition_by=["part"]
+        )
+    else:
+        import pyarrow.dataset as ds
+
+        ds.write_dataset(
+            pa.Table.from_pandas(df, preserve_index=False),
+            str(root),
+            format="parquet",
+            partitioning=["part"],
+            partitioning_flavor="hive",
+            max_partitions=1 << 22,
+        )
+
+
+def worker(
+    mode: str, system: str, size: int, data_dir: Path, partitions: int = 20
+) -> dict[str, Any]:
+    """Load the input, warm ``system`` up, then time one write and measure its peak RSS."""
+    systems.use_checkout_kartoframe()
+    adapter = systems.SYSTEMS[system]()
+    import pandas  # noqa: F401  (the baseline has the libraries every system needs)
+    import pyarrow.dataset  # noqa: F401
+
+    if system == "kartoframe":
+        import kartoframe  # noqa: F401
+    elif system == "deltalake":
+        import deltalake  # noqa: F401
+    before_input = systems.proc_status("VmRSS")
+    if mode == "rows":
+        df = systems.SalesSpec(rows=size, partitions=partitions).table(data_dir)
+
+        def write(frame: Any, root: Path) -> None:
+            adapter.write(frame, root)
+
+    else:
+        df = many_partitions_frame(size)
+
+        def write(frame: Any, root: Path) -> None:
+            _write_partitions(system, frame, root)
+
+    input_bytes = int(df.memory_usage(deep=True).sum())
+    tmp = Path(tempfile.mkdtemp(prefix="kf-scale-write-", dir=data_dir))
+    try:
+        write(df.head(1000), tmp / "warm-up")
+        _give_back()
+        base, reset = systems.reset_peak_rss()
+        t0 = time.perf_counter()
+        write(df, tmp / "timed")
+        seconds = time.perf_counter() - t0
+        peak = systems.proc_status("VmHWM")
+        written = sum(f.stat().st_size for f in (tmp / "timed").rglob("*") if f.is_file())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "system": system,
+        "seconds": seconds,
+        "input_bytes": input_bytes,
+        "rss_growth": peak - base,
+        "peak_over_imports": peak - before_input,
+        "hwm_reset": reset,
+        "written_bytes": written,
+    }
+
+
+def _give_back() -> None:
+    """Return freed memory to the kernel (Arrow's pool, then glibc's heap), so the write's
+    peak is not hidden in pages the input's loading freed."""
+    import contextlib
+    import ctypes
+    import gc
+
+    import pyarrow as pa
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError):  # not glibc: nothing to trim
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _run_worker(
+    mode: str, system: str, size: int, data_dir: Path, partitions: int
+) -> dict[str, Any]:
+    from compare import HYGIENE_ENV  # a user's process has none of these variables
+
+    argv = [Path(__file__).resolve(), "--worker", mode, system, size, data_dir, partitions]
+    found = systems.json_worker(argv, what=f"{system} {mode} worker", drop_env=HYGIENE_ENV)
+    return dict(found)
+
+
+def goal_lines(mode: str, med: dict[str, dict[str, float]], size: int) -> list[dict[str, Any]]:
+    """The goal of ``mode`` from the medians per system (empty: kartoframe not measured)."""
+    kf = med.get("kartoframe")
+    if kf is None:
+        return []
+    if mode == "rows":
+        ratio = kf["peak_over_imports"] / kf["input_bytes"]
+        return [
+            {
+                "goal": f"peak RSS (input included) <= {MEMORY_GOAL}x the input",
+                "value": ratio,
+                "met": ratio <= MEMORY_GOAL,
+            }
+        ]
+    if "deltalake" not in med:
+        return []
+    ratio = kf["seconds"] / med["deltalake"]["seconds"]
+    return [
+        {
+            "goal": f"time per partition <= {PARTITION_GOAL}x deltalake's ({size:,} partitions)",
+            "value": ratio,
+            "met": ratio <= PARTITION_GOAL,
+        }
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--only", default="rows,partitions", help="rows,partitions")
+    p.add_argument("--rows", default="10000000", help="comma-separated row counts (rows)")
+    p.add_argument("--partitions", default="10000", help="comma-separated partition counts")
+    p.add_argument(
+        "--rows-partitions", type=int, default=20, help="partitions of the sales table (rows)"
+    )
+    p.add_argument("--repeat", type=int, default=3, help="fresh processes per system and size")
+    p.add_argument("--systems", default=",".join(SYSTEMS))
+    p.add_argument("--data-dir", type=Path, default=HERE.parent / "bench-data")
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument(
+        "--worker",
+        nargs=5,
+        metavar=("MODE", "SYSTEM", "SIZE", "DIR", "PARTITIONS"),
+        help=argparse.SUPPRESS,
+    )
+    args = p.parse_args(argv)
+    if args.worker:
+        mode, system, size, data_dir, parts = args.worker
+        systems.finish_worker(worker(mode, system, int(size), Path(data_dir), int(parts)))
+
+    names = [s for s in args.systems.split(",") if s]
+    modes = [m for m in args.only.split(",") if m]
+    print(f"kartoframe loaded from: {systems.use_checkout_kartoframe()}")
+    args.data_dir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
+    failed = False
+    for mode in modes:
+        sizes = args.rows if mode == "rows" else args.partitions
+        for size in [int(x) for x in sizes.split(",")]:
+            if mode == "rows":
+                spec = systems.SalesSpec(rows=size, partitions=args.rows_partitions)
+                spec.table(args.data_dir)  # generated and cached once, before the workers
+            runs: dict[str, list[dict[str, Any]]] = {s: [] for s in names}
+            for rep in range(args.repeat):
+                for s in names if rep % 2 == 0 else names[::-1]:
+                    r = _run_worker(mode, s, size, args.data_dir, args.rows_partitions)
+                    runs[s].append(r)
+                    print(
+                        f"  {mode:<10} {size:>11,}  rep {rep + 1}/{args.repeat}  {s:<11} "
+                        f"{r['seconds']:8.3f}s  RSS +{r['rss_growth'] / 2**20:8.1f} MiB, "
+                        f"peak {r['peak_over_imports'] / 2**20:8.1f} MiB "
+                        f"(input {r['input_bytes'] / 2**20:.1f} MiB)",
+                        flush=True,
+                    )
+            keys = ("seconds", "rss_growth", "peak_over_imports", "input_bytes")
+            med = {s: {k: statistics.median(x[k] for x in runs[s]) for k in keys} for s in names}
+            goals = goal_lines(mode, med, size)
+            parts = args.rows_partitions if mode == "rows" else size
+            key = f"{mode}-{size}" + (f"-p{parts}" if mode == "rows" and parts != 20 else "")
+            results[key] = {
+                "median": med,
+                "runs": runs,
+                "goals": goals,
+            }
+            what = (
+                f"{size:,} rows, {parts:,} partitions" if mode == "rows" else f"{size:,} partitions"
+            )
+            print(f"\n== write, {what}: medians of {args.repeat} fresh processes")
+            print(
+                f"   {'system':<12}{'seconds':>10}{'ms/partition':>14}{'RSS growth':>13}"
+                f"{'peak':>13}{'/ input':>9}"
+            )
+            for s in names:
+                m = med[s]
+                per = 1000 * m["seconds"] / parts
+                over = m["peak_over_imports"] / m["input_bytes"]
+                print(
+                    f"   {s:<12}{m['seconds']:>9.3f}s{per:>14.3f}"
+                    f"{m['rss_growth'] / 2**20:>9.1f} MiB"
+                    f"{m['peak_over_imports'] / 2**20:>9.1f} MiB{over:>8.2f}x"
+                )
+            for g in goals:
+                failed |= not g["met"]
+                print(f"   goal: {g['goal']}: {g['value']:.2f}x {'PASS' if g['met'] else 'FAIL'}")
+            print()
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The bounded-memory goals of issue 15 in ``asv_benchmarks/scale_write.py``: the goal lines
+flip at their thresholds, and a tiny run writes with every system in fresh processes and
+reports what it measured."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import pathlib
+import subprocess
+import sys
+from types import ModuleType
+
+import pytest
+
+BENCH = pathlib.Path(__file__).resolve().parent.parent / "asv_benchmarks"
+
+
+@pytest.fixture(scope="module")
+def scale_write() -> ModuleType:
+    sys.path.insert(0, str(BENCH))
+    spec = importlib.util.spec_from_file_location("scale_write", BENCH / "scale_write.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _med(seconds: float, peak: float, input_bytes: float = 100.0) -> dict[str, float]:
+    return {
+        "seconds": seconds,
+        "rss_growth": peak / 2,
+        "peak_over_imports": peak,
+        "input_bytes": input_bytes,
+    }
+
+
+def test_memory_goal_flips_at_a_peak_of_twice_the_input(scale_write: ModuleType) -> None:
+    assert scale_write.MEMORY_GOAL == 2.0
+    (ok,) = scale_write.goal_lines("rows", {"kartoframe": _med(1.0, 200.0)}, 10)
+    (bad,) = scale_write.goal_lines("rows", {"kartoframe": _med(1.0, 201.0)}, 10)
+    assert (ok["met"], bad["met"]) == (True, False)
+    assert bad["value"] == pytest.approx(2.01)
+
+
+def test_partition_goal_is_against_deltalake(scale_write: ModuleType) -> None:
+    assert scale_write.PARTITION_GOAL == 1.0
+    kf, dl = _med(2.0, 1.0), _med(2.0, 1.0)
+    (ok,) = scale_write.goal_lines("partitions", {"kartoframe": kf, "deltalake": dl}, 10)
+    slower = {"kartoframe": _med(2.1, 1.0), "deltalake": dl}
+    (bad,) = scale_write.goal_lines("partitions", slower, 10)
+    assert (ok["met"], bad["met"]) == (True, False)
+    assert bad["value"] == pytest.approx(1.05)
+    # without deltalake (or kartoframe) there is nothing to compare
+    assert scale_write.goal_lines("partitions", {"kartoframe": kf}, 10) == []
+    assert scale_write.goal_lines("rows", {"deltalake": dl}, 10) == []
+
+
+def test_the_frame_has_the_partitions_asked_for(scale_write: ModuleType) -> None:
+    df = scale_write.many_partitions_frame(7)
+    assert len(df) == 7 * scale_write.ROWS_PER_PARTITION
+    assert df["part"].nunique() == 7 and list(df.columns) == ["part", "x", "y"]
+
+
+@pytest.mark.slow
+def test_tiny_run_writes_with_every_system(tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "scale_write.json"
+    args = ["--rows", "20000", "--partitions", "30", "--repeat", "1"]
+    args += ["--data-dir", str(tmp_path / "data"), "--json", str(out)]
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "scale_write.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    # exit status 1 means "a goal not met", which a tiny run may well be
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]  # exit 1 from a crash
+    data = json.loads(out.read_text())
+    assert sorted(data) == ["partitions-30", "rows-20000"]
+    for result in data.values():
+        assert sorted(result["runs"]) == ["deltalake", "kartoframe", "pyarrow"]
+        for (run,) in result["runs"].values():
+            assert run["seconds"] > 0 and run["input_bytes"] > 0 and run["written_bytes"] > 0
+            # the peak counts the input, which was loaded after the baseline
+            assert run["peak_over_imports"] >= run["rss_growth"]
+        assert len(result["goals"]) == 1
+    missed = [g for r in data.values() for g in r["goals"] if not g["met"]]
+    assert proc.returncode == (1 if missed else 0), proc.stdout
+    assert "goal: peak RSS (input included) <= 2.0x the input" in proc.stdout
+    # nothing of the runs is left under the data directory but the cached input table
+    assert not list((tmp_path / "data").glob("kf-scale-write-*"))
