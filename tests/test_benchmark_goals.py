@@ -8,12 +8,12 @@ from __future__ import annotations
 import importlib.util
 import json
 import pathlib
-import subprocess
 import sys
 from types import ModuleType
 from typing import Any
 
 import pytest
+from bench_runs import run_benchmark
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BENCH = ROOT / "asv_benchmarks"
@@ -228,14 +228,7 @@ def test_tiny_compare_run_prints_the_range_goal(tmp_path: pathlib.Path) -> None:
     out = tmp_path / "compare.json"
     args = ["--only", "range", "--rows", "20000", "--products", "500", "--repeat", "1"]
     args += ["--no-hygiene", "--data-dir", str(tmp_path / "data"), "--json", str(out)]
-    proc = subprocess.run(
-        [sys.executable, str(BENCH / "compare.py"), *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    # exit status 1 means "a goal not met", which a tiny table may well be
-    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    proc = run_benchmark("compare.py", *args)
     text = proc.stdout
     assert "WRONG" not in text and "ERROR" not in text, text[-3000:]
     data = json.loads(out.read_text())
@@ -392,13 +385,7 @@ def test_tiny_scale_read_run_times_fresh_processes(tmp_path: pathlib.Path) -> No
     out = tmp_path / "scale.json"
     args = ["--rows", "20000", "--partitions", "4", "--repeat", "1"]
     args += ["--systems", "kartoframe,deltalake", "--data-dir", str(tmp_path / "data")]
-    proc = subprocess.run(
-        [sys.executable, str(BENCH / "scale_read.py"), *args, "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    proc = run_benchmark("scale_read.py", *args, "--json", str(out))
     goal = [ln for ln in proc.stdout.splitlines() if "goal: first read <= 1.0x" in ln]
     assert len(goal) == 1 and goal[0].endswith("PASS" if proc.returncode == 0 else "FAIL")
     data = json.loads(out.read_text())

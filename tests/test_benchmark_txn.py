@@ -8,14 +8,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import pathlib
-import subprocess
-import sys
 from types import ModuleType
 from typing import Any
 
 import pytest
-
-BENCH = pathlib.Path(__file__).resolve().parent.parent / "asv_benchmarks"
+from bench_runs import BENCH, run_benchmark
 
 
 @pytest.fixture(scope="module")
@@ -58,16 +55,8 @@ def test_a_commit_that_did_not_land_misses_the_goal(txn: ModuleType) -> None:
 def test_tiny_run_checks_every_append(tmp_path: pathlib.Path) -> None:
     out = tmp_path / "txn.json"
     args = ["--backends", "local", "--writers", "2", "--commits", "2", "--no-requests"]
-    proc = subprocess.run(
-        [sys.executable, str(BENCH / "txn_compare.py"), *args, "--json", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    # exit status 1 with a message means "a goal missed" (timings of a tiny run); any other
-    # failure (a lost or phantom append fails the check) leaves no JSON
-    assert proc.returncode in (0, 1), proc.stderr[-3000:]
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]  # exit 1 from a crash
+    # a lost or phantom append fails the script's check: a crash, and no JSON
+    proc = run_benchmark("txn_compare.py", *args, "--json", str(out))
     data = json.loads(out.read_text())
     rows = data["concurrent_appends"]["local"]
     assert [(r["system"], r["writers"], r["commits"]) for r in rows] == [
