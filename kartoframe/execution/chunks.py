@@ -35,6 +35,7 @@ from kartoframe.format.statistics_compute import (
 )
 from kartoframe.plan.write import (
     ChunkResult,
+    StatisticsRow,
     WrittenPartition,
     check_write_columns,
     new_file_uuid,
@@ -221,10 +222,9 @@ def _with_statistics(written: list[WrittenPartition], computed: pa.Table) -> lis
     """Attach each file's statistics row (computed from the slices as written)."""
     labels = [w.label for w in written]
     stats = with_files(computed, labels, [w.key for w in written], [w.size for w in written])
-    # ``take`` copies: a row must not drag the whole chunk's buffers along when pickled
+    # the files share the chunk's table (a pickled row travels as a one-row copy)
     return [
-        dataclasses.replace(w, statistics=stats.take(pa.array([i], pa.int64())))
-        for i, w in enumerate(written)
+        dataclasses.replace(w, statistics=StatisticsRow(stats, i)) for i, w in enumerate(written)
     ]
 
 

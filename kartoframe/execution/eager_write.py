@@ -27,7 +27,12 @@ from kartoframe.format.schema import normalize_schema
 from kartoframe.plan.predicates import bind
 from kartoframe.plan.pruning import prune
 from kartoframe.plan.scan import required_index_columns
-from kartoframe.plan.write import ChunkResult, check_against_base, check_write_columns
+from kartoframe.plan.write import (
+    ChunkResult,
+    check_against_base,
+    check_write_columns,
+    statistics_tables,
+)
 from kartoframe.plan.write_request import (
     MetadataArg,
     ResolvedWrite,
@@ -238,12 +243,12 @@ def commit_partitions(
         storage_format=base.metadata.storage_format,
         table_name=base.metadata.table_name,
         owns_files=False,
-        statistics=[
+        statistics=statistics_tables(
             w.statistics
             for c in chunks
             for w in c.partitions
             if w.label in known and w.statistics is not None
-        ],
+        ),
         remove_scope=(
             (lambda b: delete_scope_labels(b, st, delete_scope))
             if delete_scope is not None

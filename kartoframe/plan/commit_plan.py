@@ -44,7 +44,7 @@ from kartoframe.format.statistics import (
     StatisticsRef,
     merge_statistics,
 )
-from kartoframe.plan.write import ChunkResult, WrittenPartition
+from kartoframe.plan.write import ChunkResult, WrittenPartition, statistics_tables
 
 __all__ = [
     "CommitPlan",
@@ -308,7 +308,7 @@ def statistics_step(plan: CommitPlan) -> StatisticsStep:
     section = kartoframe_section(bmd) if bmd is not None else {}
     ref = StatisticsRef.from_dict(section.get("statistics"), plan.uuid)
     blooms = plan.shape.bloom_filter_columns
-    new = [p.statistics for p in plan.new_parts if p.statistics is not None]
+    new = statistics_tables(p.statistics for p in plan.new_parts if p.statistics is not None)
     new += list(plan.shape.extra_statistics)
     if plan.table_name == RESERVED_TABLE or not plan.partitions:
         return StatisticsStep("drop")
