@@ -301,8 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 
         sysmod.use_checkout_kartoframe()
         base, work, src = (Path(a) for a in args.memory_worker)
-        print(json.dumps(memory_worker(base, work, src)))
-        return 0
+        sysmod.finish_worker(memory_worker(base, work, src))
     sys.path.insert(0, str(HERE))
     import compare
     import systems as sysmod
@@ -394,17 +393,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     rows.append(("change feed / full read", share, GOAL_CHANGES_VS_FULL_READ))
     if args.data_dir is not None:  # the peak memory of a kartoframe merge, in a subprocess
-        import subprocess
-
         work = root / "work" / "memory"
-        proc = subprocess.run(
-            [sys.executable, __file__, "--memory-worker", str(root / "base" / "kartoframe"),
-             str(work), str(root / "source.parquet")],
-            capture_output=True, text=True, check=False,
-        )  # fmt: skip
-        shutil.rmtree(work, ignore_errors=True)
-        if proc.returncode == 0:
-            mem = json.loads(proc.stdout.strip().splitlines()[-1])
+        argv = [Path(__file__).resolve(), "--memory-worker", root / "base" / "kartoframe"]
+        argv += [work, root / "source.parquet"]
+        failure = "memory worker failed: it printed no result"
+        try:
+            mem = sysmod.json_worker(argv, what="memory worker")
+        except RuntimeError as exc:  # its message ends with the worker's stderr
+            mem, failure = None, str(exc)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if mem is not None:
             details["memory"] = mem
             ref = mem["source_nbytes"] + mem["rewritten_nbytes"]
             ratio = mem["rss_growth"] / ref
@@ -417,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             rows.append(("peak RSS / (source + rewritten)", ratio, 2.0))
         else:
-            print(f"memory worker failed: {proc.stderr[-500:]}")
+            print(failure)
     if args.json:
         args.json.write_text(
             json.dumps({"spec": asdict(spec), "medians": med, "details": details}, indent=1)

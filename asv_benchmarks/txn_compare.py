@@ -10,6 +10,7 @@ Two parts, on local disk and on an S3-compatible server (moto's ``ThreadedMotoSe
 
    - kartoframe: ``update_dataset_from_dataframes`` into a dataset partitioned by ``p`` with a
      secondary index on ``wid`` (every commit also merges the index and the statistics);
+   - kartoframe-noindex: the same without the index (a Delta table has none);
    - deltalake: ``write_deltalake(..., mode="append", partition_by=["p"])`` into a Delta table
      on the same store (delta-rs retries a commit that lost the race for its version; on S3
      it publishes log entries with conditional writes, which the server honours).
@@ -85,6 +86,13 @@ THROUGHPUT_GOAL = 1.0
 SYSTEMS = ("kartoframe", "kartoframe-noindex", "deltalake")
 
 
+def _arrow_frame(wid: int, k: int) -> Any:
+    """:func:`_frame` as the Arrow table deltalake writes."""
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(_frame(wid, k), preserve_index=False)
+
+
 def _delta(spec: dict[str, Any]) -> tuple[str, dict[str, str]]:
     """The Delta table's URI and delta-rs storage options, beside the kartoframe dataset."""
     url = spec["url"].rstrip("/") + "-delta"
@@ -103,15 +111,19 @@ def _delta(spec: dict[str, Any]) -> tuple[str, dict[str, str]]:
 def _appender(system: str, spec: dict[str, Any]) -> Any:
     """A function ``(wid, k) -> None`` that commits one append of :func:`_frame`."""
     if system == "deltalake":
-        import pyarrow as pa
         from deltalake import DeltaTable, write_deltalake
 
         uri, options = _delta(spec)
         DeltaTable(uri, storage_options=options)  # warm the connection and the imports
 
         def append_delta(wid: int, k: int) -> None:
-            table = pa.Table.from_pandas(_frame(wid, k), preserve_index=False)
-            write_deltalake(uri, table, mode="append", partition_by=["p"], storage_options=options)
+            write_deltalake(
+                uri,
+                _arrow_frame(wid, k),
+                mode="append",
+                partition_by=["p"],
+                storage_options=options,
+            )
 
         return append_delta
     import kartoframe as kf
@@ -148,12 +160,10 @@ def writer(
 
 def seed(system: str, spec: dict[str, Any]) -> None:
     if system == "deltalake":
-        import pyarrow as pa
         from deltalake import write_deltalake
 
         uri, options = _delta(spec)
-        table = pa.Table.from_pandas(_frame(-1, 0), preserve_index=False)
-        write_deltalake(uri, table, partition_by=["p"], storage_options=options)
+        write_deltalake(uri, _arrow_frame(-1, 0), partition_by=["p"], storage_options=options)
         return
     import kartoframe as kf
 
@@ -331,7 +341,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--commits", type=int, default=8, help="appends per writer")
     ap.add_argument("--writers", default="1,4,8")
-    ap.add_argument("--systems", default=",".join(SYSTEMS), help="kartoframe,deltalake")
+    ap.add_argument("--systems", default=",".join(SYSTEMS), help="any of " + ",".join(SYSTEMS))
     ap.add_argument("--no-requests", action="store_true", help="skip the request counts")
     ap.add_argument("--backends", default="local,s3")
     ap.add_argument("--json", help="write the results here")

@@ -34,8 +34,8 @@ __all__ = [
 def writer_name() -> str:
     """The ``writer`` recorded in log entries: ``kartoframe <version>``.
 
-    Looked up once per process: reading the distribution's metadata costs about a
-    millisecond, 5-7 % of a small append commit.
+    Looked up once per process: reading the distribution's metadata took about 0.3 ms
+    (``timeit``), on every commit before.
     """
     try:
         from importlib.metadata import version
