@@ -23,6 +23,17 @@ has none):
     index. Reported: milliseconds per partition. Goal: kartoframe's cost per partition no
     worse than deltalake's (ratio <= 1.0).
 
+``dask``
+    The sales table of ``compare.py`` (200 partitions by country and month) at ``--rows``
+    rows, made lazily in dask partitions of :data:`DASK_CHUNK_ROWS` rows (``dd.from_map``,
+    one seed each) and written with the threaded scheduler by kartoframe
+    (``store_dataset_from_ddf``, ``partition_on`` and the secondary index on
+    ``product_id``) and by dask's ``to_parquet`` (pyarrow, ``partition_on``): no input
+    frame is ever whole in memory, so the peak is what the write itself holds. deltalake
+    has no dask writer. Goal: kartoframe's peak (over the imports) <= :data:`DASK_GOAL`
+    x ``to_parquet``'s, at every size: a flat peak, although the index is an output
+    that grows with the rows (one entry per value and file).
+
 The processes alternate between systems, ``--repeat`` times each; the figures are medians.
 The script prints the goal lines and exits 1 when one is missed.
 
@@ -30,6 +41,7 @@ Run it with::
 
     .venv/bin/python asv_benchmarks/scale_write.py --data-dir bench-data --repeat 3
     .venv/bin/python asv_benchmarks/scale_write.py --only partitions --partitions 100000 --repeat 1
+    .venv/bin/python asv_benchmarks/scale_write.py --only dask --rows 10000000,30000000,60000000
 """
 
 from __future__ import annotations
@@ -54,7 +66,42 @@ import systems  # noqa: E402
 MEMORY_GOAL = 2.0
 PARTITION_GOAL = 1.0
 SYSTEMS = ("kartoframe", "deltalake", "pyarrow")
+DASK_SYSTEMS = ("kartoframe", "to_parquet")
 ROWS_PER_PARTITION = 4
+#: rows per dask partition of the ``dask`` mode, and its goal: kartoframe's peak over
+#: ``to_parquet``'s
+DASK_CHUNK_ROWS = 500_000
+DASK_GOAL = 1.25
+DASK_PARTITIONS = 200  # the sales table's default grid: 25 countries x 8 months
+
+
+def lazy_sales_frame(rows: int, chunk_rows: int = DASK_CHUNK_ROWS) -> Any:
+    """The sales table as a dask DataFrame of ``rows // chunk_rows`` lazily made partitions."""
+    import dask.dataframe as dd
+    import datagen
+
+    n = max(1, rows // chunk_rows)
+    size = min(rows, chunk_rows)
+    meta = datagen.sales_table(size).head(0)
+    return dd.from_map(datagen.sales_table, [size] * n, list(range(n)), meta=meta)
+
+
+def _write_ddf(system: str, ddf: Any, root: Path) -> None:
+    """Write ``ddf`` partitioned by country and month (kartoframe: and the index)."""
+    import dask
+
+    with dask.config.set(scheduler="threads"):
+        if system == "kartoframe":
+            systems.kf_call(  # a Delayed, like plateau's: computed here
+                "store_dataset_from_ddf",
+                ddf,
+                store=str(root),
+                dataset_uuid="ds",
+                partition_on=["country", "month"],
+                secondary_indices=["product_id"],
+            ).compute()
+        else:
+            ddf.to_parquet(str(root), partition_on=["country", "month"], write_index=False)
 
 
 def many_partitions_frame(partitions: int) -> Any:
@@ -102,7 +149,6 @@ def worker(
 ) -> dict[str, Any]:
     """Load the input, warm ``system`` up, then time one write and measure its peak RSS."""
     systems.use_checkout_kartoframe()
-    adapter = systems.SYSTEMS[system]()
     import pandas  # noqa: F401  (the baseline has the libraries every system needs)
     import pyarrow.dataset  # noqa: F401
 
@@ -110,8 +156,22 @@ def worker(
         import kartoframe  # noqa: F401
     elif system == "deltalake":
         import deltalake  # noqa: F401
+    if mode == "dask":
+        import dask.dataframe  # noqa: F401
     before_input = systems.proc_status("VmRSS")
-    if mode == "rows":
+    if mode == "dask":
+        df = lazy_sales_frame(size)
+        import datagen
+
+        one = datagen.sales_table(min(size, DASK_CHUNK_ROWS))  # the input: one dask partition
+        input_bytes = int(one.memory_usage(deep=True).sum())
+        del one
+
+        def write(frame: Any, root: Path) -> None:
+            _write_ddf(system, frame, root)
+
+    elif mode == "rows":
+        adapter = systems.SYSTEMS[system]()
         df = systems.SalesSpec(rows=size, partitions=partitions).table(data_dir)
 
         def write(frame: Any, root: Path) -> None:
@@ -123,10 +183,11 @@ def worker(
         def write(frame: Any, root: Path) -> None:
             _write_partitions(system, frame, root)
 
-    input_bytes = int(df.memory_usage(deep=True).sum())
+    if mode != "dask":
+        input_bytes = int(df.memory_usage(deep=True).sum())
     tmp = Path(tempfile.mkdtemp(prefix="kf-scale-write-", dir=data_dir))
     try:
-        write(df.head(1000), tmp / "warm-up")
+        write(lazy_sales_frame(1000, 500) if mode == "dask" else df.head(1000), tmp / "warm-up")
         _give_back()
         base, reset = systems.reset_peak_rss()
         t0 = time.perf_counter()
@@ -177,6 +238,17 @@ def goal_lines(mode: str, med: dict[str, dict[str, float]], size: int) -> list[d
     kf = med.get("kartoframe")
     if kf is None:
         return []
+    if mode == "dask":
+        if "to_parquet" not in med:
+            return []
+        ratio = kf["peak_over_imports"] / med["to_parquet"]["peak_over_imports"]
+        return [
+            {
+                "goal": f"peak RSS <= {DASK_GOAL}x dask to_parquet's ({size:,} rows)",
+                "value": ratio,
+                "met": ratio <= DASK_GOAL,
+            }
+        ]
     if mode == "rows":
         ratio = kf["peak_over_imports"] / kf["input_bytes"]
         return [
@@ -200,14 +272,18 @@ def goal_lines(mode: str, med: dict[str, dict[str, float]], size: int) -> list[d
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--only", default="rows,partitions", help="rows,partitions")
+    p.add_argument("--only", default="rows,partitions", help="rows,partitions,dask")
     p.add_argument("--rows", default="10000000", help="comma-separated row counts (rows)")
     p.add_argument("--partitions", default="10000", help="comma-separated partition counts")
     p.add_argument(
         "--rows-partitions", type=int, default=20, help="partitions of the sales table (rows)"
     )
     p.add_argument("--repeat", type=int, default=3, help="fresh processes per system and size")
-    p.add_argument("--systems", default=",".join(SYSTEMS))
+    p.add_argument(
+        "--systems",
+        default=None,
+        help=f"default: {','.join(SYSTEMS)}; dask mode: {','.join(DASK_SYSTEMS)}",
+    )
     p.add_argument("--data-dir", type=Path, default=HERE.parent / "bench-data")
     p.add_argument("--json", type=Path, default=None)
     p.add_argument(
@@ -221,14 +297,15 @@ def main(argv: list[str] | None = None) -> int:
         mode, system, size, data_dir, parts = args.worker
         systems.finish_worker(worker(mode, system, int(size), Path(data_dir), int(parts)))
 
-    names = [s for s in args.systems.split(",") if s]
+    chosen = [s for s in args.systems.split(",") if s] if args.systems else None
     modes = [m for m in args.only.split(",") if m]
     print(f"kartoframe loaded from: {systems.use_checkout_kartoframe()}")
     args.data_dir.mkdir(parents=True, exist_ok=True)
     results: dict[str, Any] = {}
     failed = False
     for mode in modes:
-        sizes = args.rows if mode == "rows" else args.partitions
+        sizes = args.partitions if mode == "partitions" else args.rows
+        names = chosen or list(DASK_SYSTEMS if mode == "dask" else SYSTEMS)
         for size in [int(x) for x in sizes.split(",")]:
             if mode == "rows":
                 spec = systems.SalesSpec(rows=size, partitions=args.rows_partitions)
@@ -248,16 +325,18 @@ def main(argv: list[str] | None = None) -> int:
             keys = ("seconds", "rss_growth", "peak_over_imports", "input_bytes")
             med = {s: {k: statistics.median(x[k] for x in runs[s]) for k in keys} for s in names}
             goals = goal_lines(mode, med, size)
-            parts = args.rows_partitions if mode == "rows" else size
+            parts = {"rows": args.rows_partitions, "dask": DASK_PARTITIONS}.get(mode, size)
             key = f"{mode}-{size}" + (f"-p{parts}" if mode == "rows" and parts != 20 else "")
             results[key] = {
                 "median": med,
                 "runs": runs,
                 "goals": goals,
             }
-            what = (
-                f"{size:,} rows, {parts:,} partitions" if mode == "rows" else f"{size:,} partitions"
-            )
+            what = {
+                "rows": f"{size:,} rows, {parts:,} partitions",
+                "dask": f"dask, {size:,} rows in partitions of {DASK_CHUNK_ROWS:,} rows, "
+                f"{parts:,} partitions, input = one dask partition",
+            }.get(mode, f"{size:,} partitions")
             print(f"\n== write, {what}: medians of {args.repeat} fresh processes")
             print(
                 f"   {'system':<12}{'seconds':>10}{'ms/partition':>14}{'RSS growth':>13}"

@@ -80,3 +80,37 @@ def test_tiny_run_writes_with_every_system(tmp_path: pathlib.Path) -> None:
     assert "goal: peak RSS (input included) <= 2.0x the input" in proc.stdout
     # nothing of the runs is left under the data directory but the cached input table
     assert not list((tmp_path / "data").glob("kf-scale-write-*"))
+
+
+def test_dask_goal_is_against_to_parquet(scale_write: ModuleType) -> None:
+    assert scale_write.DASK_GOAL == 1.25
+    pq = _med(2.0, 400.0)
+    (ok,) = scale_write.goal_lines("dask", {"kartoframe": _med(9.0, 500.0), "to_parquet": pq}, 10)
+    (bad,) = scale_write.goal_lines("dask", {"kartoframe": _med(1.0, 504.0), "to_parquet": pq}, 10)
+    assert (ok["met"], bad["met"]) == (True, False)
+    assert bad["value"] == pytest.approx(1.26)
+    assert scale_write.goal_lines("dask", {"kartoframe": pq}, 10) == []
+
+
+def test_the_lazy_frame_makes_its_partitions_on_demand(scale_write: ModuleType) -> None:
+    ddf = scale_write.lazy_sales_frame(2_000, 500)
+    assert ddf.npartitions == 4
+    first, last = (ddf.partitions[i].compute() for i in (0, 3))
+    assert len(first) == len(last) == 500
+    assert not first["revenue"].equals(last["revenue"])  # one seed per partition
+    assert list(first.columns) == list(ddf._meta.columns)
+
+
+@pytest.mark.slow
+def test_tiny_dask_run_writes_with_kartoframe_and_to_parquet(tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "scale_write.json"
+    args = ["--only", "dask", "--rows", "20000", "--repeat", "1"]
+    args += ["--data-dir", str(tmp_path / "data"), "--json", str(out)]
+    proc = run_benchmark("scale_write.py", *args)
+    (result,) = json.loads(out.read_text()).values()
+    assert sorted(result["runs"]) == ["kartoframe", "to_parquet"]
+    for (run,) in result["runs"].values():
+        assert run["seconds"] > 0 and run["input_bytes"] > 0 and run["written_bytes"] > 0
+    assert len(result["goals"]) == 1
+    assert proc.returncode == (0 if result["goals"][0]["met"] else 1), proc.stdout
+    assert "goal: peak RSS <= 1.25x dask to_parquet's (20,000 rows)" in proc.stdout

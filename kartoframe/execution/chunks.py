@@ -41,6 +41,7 @@ from kartoframe.plan.write import (
     new_file_uuid,
     plan_one_partition,
     plan_partitions,
+    shared_pairs,
 )
 from kartoframe.storage.commit_values import committed_version
 from kartoframe.storage.csv_files import CsvSerializer, csv_key, write_csv
@@ -191,11 +192,29 @@ def write_chunk(
     except BaseException:
         delete_files(store, keys)
         raise
-    written = [w for w, _ in results]
+    written = _with_shared_pairs([w for w, _ in results], index_columns)
     parts = [st for _, st in results]
     if written and candidates is not None and all(st is not None for st in parts):
         written = _with_statistics(written, assemble_statistics(parts))  # type: ignore[arg-type]
     return ChunkResult(tuple(written), schema, origin)
+
+
+def _with_shared_pairs(
+    written: list[WrittenPartition], index_columns: Sequence[str]
+) -> list[WrittenPartition]:
+    """The files' index pairs as rows of one pairs table per column (see
+    :class:`~kartoframe.plan.write.PairsRows`).
+    """
+    if len(written) < 2 or not index_columns:
+        return written
+    rows = {
+        c: shared_pairs(c, [(w.label, w.index_pairs[c]) for w in written])  # type: ignore[misc]
+        for c in index_columns
+    }
+    return [
+        dataclasses.replace(w, index_pairs={c: rows[c][i] for c in index_columns})
+        for i, w in enumerate(written)
+    ]
 
 
 def _value_list_candidates(body: pa.Table) -> frozenset[str] | None:

@@ -31,7 +31,7 @@ from kartoframe.format.fold import (
     SetStatistics,
 )
 from kartoframe.format.header import kartoframe_section
-from kartoframe.format.index import build_index, empty_index, merge_index
+from kartoframe.format.index import GroupedIndex, empty_index, group_index, merge_grouped
 from kartoframe.format.naming import MetadataFormat
 from kartoframe.format.schema import (
     SchemaChange,
@@ -44,7 +44,7 @@ from kartoframe.format.statistics import (
     StatisticsRef,
     merge_statistics,
 )
-from kartoframe.plan.write import ChunkResult, WrittenPartition, statistics_tables
+from kartoframe.plan.write import ChunkResult, WrittenPartition, pairs_tables, statistics_tables
 
 __all__ = [
     "CommitPlan",
@@ -244,8 +244,11 @@ def _merged_schema(
     return schema, change
 
 
-def index_tables(plan: CommitPlan, loaded: Mapping[str, pa.Table]) -> dict[str, str | pa.Table]:
-    """Per index column: the base's index file key (unchanged) or the new index table.
+def index_tables(
+    plan: CommitPlan, loaded: Mapping[str, pa.Table]
+) -> dict[str, str | pa.Table | GroupedIndex]:
+    """Per index column: the base's index file key (unchanged) or the new index (a table,
+    or a :class:`GroupedIndex`: labels as codes until the file is written).
 
     ``loaded`` holds the base index tables of ``plan.load_indices``.
 
@@ -255,23 +258,24 @@ def index_tables(plan: CommitPlan, loaded: Mapping[str, pa.Table]) -> dict[str, 
         A written partition lacks the values of an index column.
     """
     bmd = plan.base.metadata if plan.base is not None else None
-    out: dict[str, str | pa.Table] = {}
+    out: dict[str, str | pa.Table | GroupedIndex] = {}
     for col in plan.all_indices:
-        add = [p.index_pairs[col] for p in plan.new_parts if col in p.index_pairs]
-        if len(add) != len(plan.new_parts):
+        rows = [p.index_pairs[col] for p in plan.new_parts if col in p.index_pairs]
+        if len(rows) != len(plan.new_parts):
             raise InvalidInputError(
                 f"Written partitions lack index values for {col!r}; write chunks with all "
                 "indexed columns."
             )
-        if bmd is not None and col in bmd.indices and not add and not plan.removed:
+        if bmd is not None and col in bmd.indices and not rows and not plan.removed:
             out[col] = bmd.indices[col]
             continue
+        add = pairs_tables(rows)
         current = loaded.get(col)
         t = plan.schema.field(col).type
         if current is None:
-            out[col] = build_index(col, t, add) if add else empty_index(col, t)
+            out[col] = group_index(col, t, add) if add else empty_index(col, t)
         else:
-            out[col] = merge_index(col, current, add, plan.removed)
+            out[col] = merge_grouped(col, current, add, plan.removed)
     return out
 
 

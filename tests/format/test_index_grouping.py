@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +17,8 @@ from hypothesis import strategies as st
 from kartoframe.format.index import (
     _stable_order,
     build_index,
+    group_index,
+    index_to_bytes,
     index_value_pairs,
     merge_index,
 )
@@ -145,3 +149,63 @@ def test_zero_and_negative_zero_are_one_value() -> None:
     assert rows == [(0.0, ["p=0/f0", "p=1/f1"])]
     assert not np.signbit(rows[0][0])
     assert _same(rows, _reference(parts))
+
+
+def _pair_rows(values: Sequence[Any], labels: Sequence[str]) -> pa.Table:
+    return pa.table({"c": pa.array(values, pa.int64()), "label": pa.array(labels, pa.string())})
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_tables_of_many_labels_keep_the_input_order(data: st.DataObject) -> None:
+    """Pair tables of several labels in any order (an exploded base index, plain pairs from
+    elsewhere) beside one-label tables: each value lists its labels in input order."""
+    tables: list[pa.Table] = []
+    seen: list[tuple[Any, str]] = []
+    for i in range(data.draw(st.integers(1, 5))):
+        if data.draw(st.booleans()):
+            rows = data.draw(
+                st.lists(st.tuples(st.integers(0, 8), st.sampled_from("abcd")), unique=True)
+            )
+            rows = [(v, f"{lb}{i}") for v, lb in rows]
+            tables.append(_pair_rows([v for v, _ in rows], [lb for _, lb in rows]))
+        else:
+            values = data.draw(st.lists(st.integers(0, 8), max_size=6))
+            rows = [(v, f"f{i}") for v in dict.fromkeys(values)]
+            tables.append(index_value_pairs("c", pa.array(values, pa.int64()), f"f{i}"))
+        seen.extend(rows)
+    want: dict[Any, list[str]] = {}
+    for v, lb in seen:
+        want.setdefault(v, []).append(lb)
+    assert _rows(build_index("c", pa.int64(), tables), "c") == sorted(want.items())
+
+
+def test_a_value_repeated_in_a_one_label_table_is_kept_twice() -> None:
+    """Pairs are meant to be unique; a one-label table that repeats a value still groups
+    (by the sort, as before the counting sort): the label is listed twice."""
+    dup = pa.table(
+        {
+            "c": pa.array([1, 1, 2], pa.int64()),
+            "label": pa.DictionaryArray.from_arrays(pa.array([0, 0, 0], pa.int32()), ["x"]),
+        }
+    )
+    got = build_index("c", pa.int64(), [index_value_pairs("c", pa.array([1]), "w"), dup])
+    assert _rows(got, "c") == [(1, ["w", "x", "x"]), (2, ["x"])]
+
+
+def test_a_grouped_index_streams_the_same_file_row_group_by_row_group() -> None:
+    """The commit writes a GroupedIndex one row group at a time; the file is byte for byte
+    the one the whole table gives, row groups included."""
+    rng = np.random.default_rng(3)
+    parts = [(f"p={i}/f", rng.choice(5_000, size=2_500, replace=False)) for i in range(300)]
+    pairs = [index_value_pairs("c", pa.array(v), lb) for lb, v in parts]
+    grouped = group_index("c", pa.int64(), pairs)
+    table = build_index("c", pa.int64(), pairs)
+    assert grouped.num_labels == 750_000 and grouped.codes.dtype == np.int32
+    data = index_to_bytes(grouped)
+    assert data == index_to_bytes(table)
+    assert pq.ParquetFile(io.BytesIO(data)).metadata.num_row_groups > 3
+    assert grouped.slice_table(10, 12).equals(table.slice(10, 2))
+    assert index_to_bytes(group_index("c", pa.int64(), [])) == index_to_bytes(
+        build_index("c", pa.int64(), [])
+    )

@@ -11,6 +11,7 @@ import pyarrow as pa
 
 import kartoframe as kf
 from kartoframe.execution.chunks import write_chunk
+from kartoframe.execution.write import commit_write
 from kartoframe.plan.write import StatisticsRow, statistics_tables
 
 
@@ -74,3 +75,28 @@ def test_a_many_partition_write_keeps_every_files_statistics(tmp_path) -> None:
     assert first["x.max"].tolist() == want["max"].tolist()
     assert (second["x.min"] - 1000).tolist() == want["min"].tolist()
     assert (stats["rows"] == 2).all()
+
+
+def test_a_pickled_chunk_carries_one_statistics_table(tmp_path) -> None:
+    """A dask or Spark task's result: the files' statistics travel as one table per chunk
+    (not a one-row table per file, ~50 KB of objects each once unpickled)."""
+    store = kf.Store(f"file://{tmp_path}")
+    df = pd.DataFrame({"p": np.repeat(np.arange(200), 3), "x": np.arange(600)})
+    result = write_chunk(store, "ds", df, partition_on=["p"], index_columns=["x"])
+    data = pickle.dumps(result, protocol=5)
+    back = pickle.loads(data)
+    stats = [w.statistics for w in back.partitions]
+    assert all(isinstance(s, StatisticsRow) for s in stats)
+    assert len({id(s.table) for s in stats}) == 1  # type: ignore[union-attr]
+    assert stats[0].table.num_rows == 200  # type: ignore[union-attr]
+    assert back.partitions == result.partitions
+    assert back.schema == result.schema and back.origin == result.origin
+    one_by_one = len(pickle.dumps(result.partitions, protocol=5))  # a row each, as before
+    assert len(data) < one_by_one / 2
+    # committed, the travelled result gives every file its own statistics and index entry
+    commit_write(store, "ds", [back], base=None, partition_on=["p"], secondary_indices=["x"])
+    stats = kf.dataset_statistics("ds", store).sort_values("p.min")
+    assert stats["x.min"].tolist() == list(range(0, 600, 3))
+    assert stats["x.max"].tolist() == list(range(2, 600, 3))
+    got = kf.read_table("ds", store, predicates=[[("x", "==", 301)]])
+    assert got["p"].tolist() == [100] and got["x"].tolist() == [301]
