@@ -38,10 +38,10 @@ from kartoframe.plan.write import (
     StatisticsRow,
     WrittenPartition,
     check_write_columns,
+    chunk_pairs,
     new_file_uuid,
     plan_one_partition,
     plan_partitions,
-    shared_pairs,
 )
 from kartoframe.storage.commit_values import committed_version
 from kartoframe.storage.csv_files import CsvSerializer, csv_key, write_csv
@@ -202,17 +202,17 @@ def write_chunk(
 def _with_shared_pairs(
     written: list[WrittenPartition], index_columns: Sequence[str]
 ) -> list[WrittenPartition]:
-    """The files' index pairs as rows of one pairs table per column (see
-    :class:`~kartoframe.plan.write.PairsRows`).
+    """The files' index entries as labels of the chunk's partial index of each column
+    (see :class:`~kartoframe.plan.write.FilePairs`).
     """
-    if len(written) < 2 or not index_columns:
+    if not written or not index_columns:
         return written
-    rows = {
-        c: shared_pairs(c, [(w.label, w.index_pairs[c]) for w in written])  # type: ignore[misc]
+    entries = {
+        c: chunk_pairs(c, [(w.label, w.index_pairs[c]) for w in written])  # type: ignore[misc]
         for c in index_columns
     }
     return [
-        dataclasses.replace(w, index_pairs={c: rows[c][i] for c in index_columns})
+        dataclasses.replace(w, index_pairs={c: entries[c][i] for c in index_columns})
         for i, w in enumerate(written)
     ]
 

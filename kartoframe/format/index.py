@@ -24,6 +24,8 @@ from kartoframe.format.schema import normalize_type
 __all__ = [
     "PARTITION_COLUMN",
     "GroupedIndex",
+    "IndexSource",
+    "MergedIndex",
     "build_index",
     "empty_index",
     "group_index",
@@ -34,6 +36,10 @@ __all__ = [
     "index_to_bytes",
     "index_value_pairs",
     "merge_grouped",
+    "grouped_from_table",
+    "merge_parts",
+    "one_label",
+    "restrict",
     "merge_index",
 ]
 
@@ -175,13 +181,155 @@ class GroupedIndex:
         """The whole index as a table (every label string)."""
         return self.slice_table(0, self.num_rows)
 
+    def pair_rows(self) -> np.ndarray:
+        """The row of each (value, label) pair, in pair order."""
+        return np.repeat(np.arange(self.num_rows, dtype=np.int64), np.diff(self.offsets))
+
 
 def _grouped(
     column: str, values: pa.Array, counts: np.ndarray, codes: np.ndarray, labels: pa.Array
 ) -> GroupedIndex:
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     np.cumsum(counts, out=offsets[1:])
-    return GroupedIndex(column, values, offsets, codes.astype(np.int32, copy=False), labels)
+    return GroupedIndex(column, values, offsets, _compact_codes(codes, len(labels)), labels)
+
+
+def _compact_codes(codes: np.ndarray, n_labels: int) -> np.ndarray:
+    """``codes`` in the smallest integer type that holds ``n_labels`` codes (a chunk's
+    partial index of fewer than 65,536 files needs 2 bytes per pair).
+    """
+    kind = np.uint16 if n_labels <= 1 << 16 else np.int32 if n_labels <= 1 << 31 else np.int64
+    return codes.astype(kind, copy=False)
+
+
+def restrict(index: GroupedIndex, keep: np.ndarray) -> GroupedIndex:
+    """``index`` with only the labels whose code is set in the mask ``keep`` (values left
+    without a label dropped; the labels dictionary and its codes unchanged).
+    """
+    mask = keep[index.codes]
+    counts = np.bincount(index.pair_rows()[mask], minlength=index.num_rows)
+    rows = np.flatnonzero(counts)
+    return _grouped(
+        index.column,
+        index.values.take(pa.array(rows)),
+        counts[rows],
+        index.codes[mask],
+        index.labels,
+    )
+
+
+def one_label(index: GroupedIndex, code: int) -> GroupedIndex:
+    """The values of label ``code`` alone, as an index with that one label."""
+    keep = np.zeros(len(index.labels), dtype=bool)
+    keep[code] = True
+    only = restrict(index, keep)
+    zeros = np.zeros(only.num_labels, dtype=np.uint16)
+    label = index.labels.take(pa.array([code]))  # a copy: a pickled slice holds every label
+    return GroupedIndex(only.column, only.values, only.offsets, zeros, label)
+
+
+class MergedIndex:
+    """Several grouped indices of one column as one index, merged row group by row group.
+
+    ``parts`` are in input order (a base index, then the partial index of each written
+    chunk); each has distinct values, sorted. A value's labels are those of every part,
+    part after part. Only the distinct values of all parts are held merged (to rank
+    them); :meth:`slice_table` builds one window of values from each part's matching
+    rows, so the commit of a dask write holds its chunks' partial indices (about 2 bytes
+    per value and file) and one row group, not the whole index.
+    """
+
+    def __init__(self, column: str, parts: Sequence[GroupedIndex]) -> None:
+        self.column = column
+        self.parts = tuple(parts)
+        if not self.parts:
+            raise ValueError("A merged index needs at least one part.")
+        enc = pc.dictionary_encode(pa.chunked_array([p.values for p in self.parts]))
+        # one dictionary, shared by every chunk
+        distinct = enc.chunks[-1].dictionary if enc.num_chunks else self.parts[0].values
+        by_value = pc.sort_indices(distinct).to_numpy()
+        rank = np.empty(len(distinct), dtype=np.int64)
+        rank[by_value] = np.arange(len(distinct), dtype=np.int64)
+        self.values = distinct.take(pa.array(by_value))
+        codes = [ch.indices.to_numpy(zero_copy_only=False) for ch in enc.chunks]
+        ranks = rank[np.concatenate(codes)] if codes else np.zeros(0, np.int64)
+        ends = np.cumsum([p.num_rows for p in self.parts])
+        self.ranks = np.split(ranks, ends[:-1])
+        if len(ranks) != ends[-1] or any(
+            len(r) > 1 and bool(np.any(np.diff(r) <= 0)) for r in self.ranks
+        ):
+            raise ValueError("Partial indices must have distinct, sorted values.")
+        sizes = np.array([len(p.labels) for p in self.parts], dtype=np.int64)
+        self.bases = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        self.labels = pa.concat_arrays([p.labels for p in self.parts])
+
+    @property
+    def num_rows(self) -> int:
+        """Number of distinct values of all parts."""
+        return len(self.values)
+
+    @property
+    def num_labels(self) -> int:
+        """Number of (value, label) pairs of all parts."""
+        return sum(p.num_labels for p in self.parts)
+
+    def slice_table(self, start: int, stop: int) -> pa.Table:
+        """Rows ``start:stop`` of the merged index as an index table."""
+        windows = []
+        counts = np.zeros(stop - start, dtype=np.int64)
+        for part, ranks in zip(self.parts, self.ranks, strict=True):
+            lo, hi = np.searchsorted(ranks, [start, stop])
+            where = ranks[lo:hi] - start
+            n = np.diff(part.offsets[lo : hi + 1])
+            counts[where] += n
+            windows.append((part, lo, hi, where, n))
+        offsets = np.zeros(stop - start + 1, dtype=np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        cursor = offsets[:-1].copy()
+        out = np.empty(int(offsets[-1]), dtype=np.int64)
+        for (part, lo, hi, where, n), base in zip(windows, self.bases, strict=True):
+            first, last = int(part.offsets[lo]), int(part.offsets[hi])
+            if last == first:
+                continue
+            within = part.offsets[lo:hi] - first
+            pos = np.repeat(cursor[where] - within, n) + np.arange(last - first)
+            out[pos] = part.codes[first:last].astype(np.int64) + base
+            cursor[where] += n
+        labels = self.labels.take(pa.array(out))
+        return pa.table(
+            {
+                self.column: self.values.slice(start, stop - start),
+                PARTITION_COLUMN: pa.ListArray.from_arrays(
+                    pa.array(offsets.astype(np.int32)), labels
+                ),
+            }
+        )
+
+    def table(self) -> pa.Table:
+        """The whole merged index as a table (every label string)."""
+        return self.slice_table(0, self.num_rows)
+
+
+#: An index the commit writes without holding its label strings.
+IndexSource = GroupedIndex | MergedIndex
+
+
+def grouped_from_table(column: str, index: pa.Table) -> GroupedIndex:
+    """A stored index table as a :class:`GroupedIndex` (values sorted, labels as codes)."""
+    t = index.schema.field(column).type
+    return _group(column, t, [_explode(column, index)])
+
+
+def merge_parts(column: str, parts: Sequence[GroupedIndex]) -> IndexSource:
+    """One index of ``parts`` (see :class:`MergedIndex`); a single part stays as it is."""
+    parts = [p for p in parts if p.num_rows] or list(parts[:1])
+    if len(parts) == 1:
+        return parts[0]
+    try:
+        return MergedIndex(column, parts)
+    except (ValueError, pa.ArrowNotImplementedError):  # no hash kernel, or unsorted parts
+        t = parts[0].values.type
+        return _group(column, t, [_explode(column, p.table()) for p in parts])
 
 
 def _group(column: str, t: pa.DataType, pairs: Sequence[pa.Table]) -> GroupedIndex:
@@ -196,9 +344,10 @@ def _group(column: str, t: pa.DataType, pairs: Sequence[pa.Table]) -> GroupedInd
     array per pair and no label strings.
     """
     values = pa.chunked_array([ch for p in pairs for ch in p[column].cast(t).chunks], type=t)
-    if len(values) == 0:
+    if len(values) == 0:  # no values, but the labels keep their codes (a chunk's files)
         empty = empty_index(column, t)[column].combine_chunks()
-        return _grouped(column, empty, np.zeros(0, np.int64), np.zeros(0, np.int32), _NO_LABELS)
+        _, labels = _label_codes(p["label"] for p in pairs)
+        return _grouped(column, empty, np.zeros(0, np.int64), np.zeros(0, np.int32), labels)
     try:
         enc = pc.dictionary_encode(values)
     except pa.ArrowNotImplementedError:
@@ -211,20 +360,18 @@ def _group(column: str, t: pa.DataType, pairs: Sequence[pa.Table]) -> GroupedInd
     rank[by_value] = np.arange(len(distinct), dtype=np.int32)
     ranks = np.concatenate([rank[ch.indices.to_numpy(zero_copy_only=False)] for ch in enc.chunks])
     del enc
-    counts = np.bincount(ranks, minlength=len(distinct))
-    grouped = _grouped(
-        column,
-        distinct.take(pa.array(by_value)),
-        counts,
-        np.empty(len(ranks), np.int32),
-        _NO_LABELS,
-    )
+    offsets = np.zeros(len(distinct) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(ranks, minlength=len(distinct)), out=offsets[1:])
+    # int32 slots: an index file's list offsets are int32, so codes < 2**31
+    slots = np.empty(len(ranks), np.int32)
+    grouped = GroupedIndex(column, distinct.take(pa.array(by_value)), offsets, slots, _NO_LABELS)
     labels = _scatter(pairs, ranks, grouped.offsets, grouped.codes)
     if labels is None:  # a one-label table repeated a value: pairs were not unique
-        codes, label_dict = _label_codes(p["label"] for p in pairs)
-        order = _stable_order(ranks, len(distinct))
-        return dataclasses.replace(grouped, codes=codes[order].astype(np.int32), labels=label_dict)
-    return dataclasses.replace(grouped, labels=labels)
+        codes, labels = _label_codes(p["label"] for p in pairs)
+        codes = codes[_stable_order(ranks, len(distinct))]
+    else:
+        codes = grouped.codes
+    return dataclasses.replace(grouped, codes=_compact_codes(codes, len(labels)), labels=labels)
 
 
 _NO_LABELS = pa.array([], type=pa.string())
@@ -349,9 +496,16 @@ def index_labels(index: pa.Table, mask: pa.ChunkedArray | pa.Array) -> set[str]:
 LABELS_PER_ROW_GROUP = 1 << 17
 #: Fewest values per row group of an index file.
 MIN_VALUES_PER_ROW_GROUP = 64
+#: Largest dictionary page of an index file's columns. Parquet's 1 MiB default made the
+#: labels of a row group fall back to plain strings once more than ~17,000 distinct labels
+#: (files) met in it: a 24,000-file, 18M-entry index took 89 MB and 1.8 s to read, against
+#: 36 MB and 0.37 s dictionary-encoded. A row group holds at most
+#: :data:`LABELS_PER_ROW_GROUP` labels, so its dictionary is never larger than its plain
+#: strings would be.
+INDEX_DICTIONARY_PAGE_LIMIT = 16 << 20
 
 
-def index_row_group_size(index: pa.Table | GroupedIndex) -> int:
+def index_row_group_size(index: pa.Table | IndexSource) -> int:
     """Values per row group: about :data:`LABELS_PER_ROW_GROUP` labels each.
 
     Values are sorted, so row groups cover disjoint value ranges: a lookup of a few
@@ -359,7 +513,7 @@ def index_row_group_size(index: pa.Table | GroupedIndex) -> int:
     groups also decode faster in full (measured: a 2,000-value, 763k-label index 19.8 ->
     10.6 ms; 1M values with one label each 36.6 -> 16.8 ms) for about 25-40 % more bytes.
     """
-    if isinstance(index, GroupedIndex):
+    if not isinstance(index, pa.Table):
         labels = index.num_labels
     else:
         labels = int(pc.sum(pc.list_value_length(index[PARTITION_COLUMN])).as_py() or 0)
@@ -369,19 +523,23 @@ def index_row_group_size(index: pa.Table | GroupedIndex) -> int:
     return int(min(max(rows * LABELS_PER_ROW_GROUP // labels, MIN_VALUES_PER_ROW_GROUP), 1 << 20))
 
 
-def index_to_bytes(index: pa.Table | GroupedIndex) -> bytes:
+def index_to_bytes(index: pa.Table | IndexSource) -> bytes:
     """Serialise an index as Parquet (no pandas metadata, like plateau).
 
-    A :class:`GroupedIndex` is written one row group at a time: only that group's label
-    strings exist at once.
+    A :class:`GroupedIndex` or :class:`MergedIndex` is written one row group at a time:
+    only that group's label strings exist at once.
     """
     size = index_row_group_size(index)
     buf = io.BytesIO()
+    options: dict[str, Any] = {
+        "version": "2.6",
+        "dictionary_pagesize_limit": INDEX_DICTIONARY_PAGE_LIMIT,
+    }
     if isinstance(index, pa.Table):
-        pq.write_table(index.replace_schema_metadata(None), buf, version="2.6", row_group_size=size)
+        pq.write_table(index.replace_schema_metadata(None), buf, row_group_size=size, **options)
         return buf.getvalue()
     first = index.slice_table(0, min(size, index.num_rows))
-    with pq.ParquetWriter(buf, first.schema, version="2.6") as writer:
+    with pq.ParquetWriter(buf, first.schema, **options) as writer:
         writer.write_table(first, row_group_size=size)
         for start in range(size, index.num_rows, size):
             writer.write_table(

@@ -31,20 +31,28 @@ from kartoframe.format.fold import (
     SetStatistics,
 )
 from kartoframe.format.header import kartoframe_section
-from kartoframe.format.index import GroupedIndex, empty_index, group_index, merge_grouped
+from kartoframe.format.index import (
+    GroupedIndex,
+    IndexSource,
+    empty_index,
+    grouped_from_table,
+    merge_grouped,
+    merge_parts,
+)
 from kartoframe.format.naming import MetadataFormat
 from kartoframe.format.schema import (
     SchemaChange,
     SchemaEvolution,
     merge_schema,
     normalize_schema,
+    normalize_type,
 )
 from kartoframe.format.statistics import (
     MAX_STATISTICS_DELTAS,
     StatisticsRef,
     merge_statistics,
 )
-from kartoframe.plan.write import ChunkResult, WrittenPartition, pairs_tables, statistics_tables
+from kartoframe.plan.write import ChunkResult, WrittenPartition, index_parts, statistics_tables
 
 __all__ = [
     "CommitPlan",
@@ -246,9 +254,10 @@ def _merged_schema(
 
 def index_tables(
     plan: CommitPlan, loaded: Mapping[str, pa.Table]
-) -> dict[str, str | pa.Table | GroupedIndex]:
-    """Per index column: the base's index file key (unchanged) or the new index (a table,
-    or a :class:`GroupedIndex`: labels as codes until the file is written).
+) -> dict[str, str | pa.Table | IndexSource]:
+    """Per index column: the base's index file key (unchanged) or the new index: a table,
+    or an :data:`~kartoframe.format.index.IndexSource` (the base index and the written
+    chunks' partial indices, merged row group by row group as the file is written).
 
     ``loaded`` holds the base index tables of ``plan.load_indices``.
 
@@ -258,7 +267,7 @@ def index_tables(
         A written partition lacks the values of an index column.
     """
     bmd = plan.base.metadata if plan.base is not None else None
-    out: dict[str, str | pa.Table | GroupedIndex] = {}
+    out: dict[str, str | pa.Table | IndexSource] = {}
     for col in plan.all_indices:
         rows = [p.index_pairs[col] for p in plan.new_parts if col in p.index_pairs]
         if len(rows) != len(plan.new_parts):
@@ -269,14 +278,22 @@ def index_tables(
         if bmd is not None and col in bmd.indices and not rows and not plan.removed:
             out[col] = bmd.indices[col]
             continue
-        add = pairs_tables(rows)
+        t = normalize_type(plan.schema.field(col).type)
+        parts = [_typed(p, t) for p in index_parts(col, rows)]
         current = loaded.get(col)
-        t = plan.schema.field(col).type
-        if current is None:
-            out[col] = group_index(col, t, add) if add else empty_index(col, t)
-        else:
-            out[col] = merge_grouped(col, current, add, plan.removed)
+        if current is not None:
+            base = merge_grouped(col, current, (), plan.removed)
+            base = grouped_from_table(col, base) if isinstance(base, pa.Table) else base
+            parts.insert(0, _typed(base, parts[0].values.type if parts else t))
+        out[col] = merge_parts(col, parts) if parts else empty_index(col, t)
     return out
+
+
+def _typed(part: GroupedIndex, t: pa.DataType) -> GroupedIndex:
+    """``part`` with its values of type ``t`` (a null-typed column keeps its values)."""
+    if part.values.type == t or pa.types.is_null(t):
+        return part
+    return dataclasses.replace(part, values=part.values.cast(t))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

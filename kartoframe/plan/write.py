@@ -17,23 +17,23 @@ from kartoframe.errors import (
     NullPartitionValueError,
 )
 from kartoframe.format import naming
-from kartoframe.format.index import check_indexable
+from kartoframe.format.index import GroupedIndex, check_indexable, group_index, one_label, restrict
 from kartoframe.format.schema import SchemaEvolution, merge_into_stored, normalize_schema
 from kartoframe.format.values import render_partition_value
 
 __all__ = [
     "ChunkResult",
-    "PairsRows",
+    "FilePairs",
     "PartitionPlan",
     "StatisticsRow",
     "WrittenPartition",
     "check_against_base",
     "check_write_columns",
     "new_file_uuid",
-    "pairs_tables",
+    "index_parts",
     "plan_one_partition",
     "plan_partitions",
-    "shared_pairs",
+    "chunk_pairs",
     "statistics_tables",
     "value_codes",
 ]
@@ -93,86 +93,89 @@ def statistics_tables(rows: Iterable[pa.Table | StatisticsRow]) -> list[pa.Table
 
 
 @dataclasses.dataclass(frozen=True, slots=True, eq=False)
-class PairsRows:
-    """Rows ``start:stop`` of a chunk's index pairs of one column: one file's pairs.
+class FilePairs:
+    """One file's index entries of a column: label ``code`` of its chunk's partial index.
 
-    The files of a chunk share one pairs table per indexed column (values, and labels
-    dictionary-coded by file) instead of holding a two-column Arrow table each (~11 KB
-    of objects per file beside its values: 260 MB for a 60M-row dask write's 24,000
-    files). Pickled alone, the rows travel as a copy, not the whole table.
+    The files of a chunk share one :class:`~kartoframe.format.index.GroupedIndex` per
+    indexed column (distinct values sorted, each with the codes of the files holding it:
+    2 bytes per value and file) instead of a two-column Arrow table each (~11 KB of
+    objects per file beside 12 bytes per value). The commit merges the chunks' partial
+    indices row group by row group (:class:`~kartoframe.format.index.MergedIndex`).
+    Pickled alone, a file's entries travel as a one-label index, not the chunk's.
     """
 
-    table: pa.Table
-    start: int
-    stop: int
+    index: GroupedIndex
+    code: int
 
     def pairs(self) -> pa.Table:
-        """The file's pairs as a table (a zero-copy slice)."""
-        return self.table.slice(self.start, self.stop - self.start)
+        """The file's (value, label) pairs (values sorted), as
+        :func:`~kartoframe.format.index.index_value_pairs` makes them.
+        """
+        only = one_label(self.index, self.code)
+        codes = pa.array(np.zeros(only.num_rows, dtype=np.int32))
+        label = pa.DictionaryArray.from_arrays(codes, only.labels)
+        return pa.table({only.column: only.values, "label": label})
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, PairsRows):
+        if not isinstance(other, FilePairs):
             return NotImplemented
-        mine, theirs = self.pairs(), other.pairs()
-        return bool(
-            mine.column(0).equals(theirs.column(0))
-            and mine["label"].cast(pa.string()).equals(theirs["label"].cast(pa.string()))
-        )
+        return bool(self.pairs().equals(other.pairs()))
 
     __hash__ = None  # type: ignore[assignment]
 
-    def __reduce__(self) -> tuple[Any, tuple[pa.Table, int, int]]:
-        n = self.stop - self.start
-        part = self.pairs().take(pa.array(np.arange(n), pa.int64())).combine_chunks()
-        value, label = part.column(0).chunk(0), part.column(1).chunk(0)
-        # the rows' own labels only, not the chunk's whole dictionary
-        used, codes = np.unique(label.indices.to_numpy(zero_copy_only=False), return_inverse=True)
-        label = pa.DictionaryArray.from_arrays(
-            pa.array(codes.astype(np.int32)), label.dictionary.take(pa.array(used))
-        )
-        copy = pa.table({part.column_names[0]: value, "label": label})
-        return (PairsRows, (copy, 0, n))
+    def __reduce__(self) -> tuple[Any, tuple[GroupedIndex, int]]:
+        return (FilePairs, (one_label(self.index, self.code), 0))
 
 
-def shared_pairs(column: str, files: Sequence[tuple[str, pa.Table]]) -> list[PairsRows]:
-    """One pairs table for the ``(label, pairs)`` of a chunk's files; their rows in it."""
-    kind = files[0][1].schema.field(column).type
-    values = pa.chunked_array([a for _, t in files for a in t[column].chunks], kind)
-    values = values.combine_chunks()
-    sizes = np.array([t.num_rows for _, t in files], dtype=np.int64)
-    codes = np.repeat(np.arange(len(files), dtype=np.int32), sizes)
-    labels = pa.DictionaryArray.from_arrays(
-        pa.array(codes), pa.array([lb for lb, _ in files], pa.string())
-    )
-    table = pa.table({column: values, "label": labels})
-    ends = np.cumsum(sizes)
-    return [PairsRows(table, int(e - n), int(e)) for e, n in zip(ends, sizes, strict=True)]
+def chunk_pairs(column: str, files: Sequence[tuple[str, pa.Table]]) -> list[FilePairs]:
+    """The partial index of a chunk's files (``(label, pairs)`` in order); their entries."""
+    index = group_index(column, files[0][1].schema.field(column).type, [t for _, t in files])
+    return [FilePairs(index, i) for i in range(len(files))]
 
 
-def pairs_tables(rows: Iterable[pa.Table | PairsRows]) -> list[pa.Table]:
-    """Index pairs as tables: consecutive rows of one shared table become one slice of
-    it (files keep their order); tables pass through.
+def index_parts(column: str, rows: Iterable[pa.Table | FilePairs]) -> list[GroupedIndex]:
+    """The written files' index entries as partial indices, in input order.
+
+    Consecutive entries of one chunk's partial index become that index (restricted to
+    those files when some are missing, or ordered differently); runs of plain pair tables
+    are grouped into one.
     """
-    out: list[pa.Table] = []
-    run: PairsRows | None = None
+    out: list[GroupedIndex] = []
+    tables: list[pa.Table] = []
+    index: GroupedIndex | None = None
+    codes: list[int] = []
+
+    def flush() -> None:
+        nonlocal index
+        if tables:
+            out.append(group_index(column, tables[0].schema.field(column).type, tables))
+            tables.clear()
+        if index is not None:
+            if codes == list(range(len(index.labels))):
+                out.append(index)
+            else:
+                keep = np.zeros(len(index.labels), dtype=bool)
+                keep[codes] = True
+                sorted_codes = codes == sorted(codes)
+                out.extend(
+                    [restrict(index, keep)]
+                    if sorted_codes
+                    else [one_label(index, c) for c in codes]
+                )
+            index = None
+            codes.clear()
+
     for r in rows:
-        if (
-            isinstance(r, PairsRows)
-            and run is not None
-            and r.table is run.table
-            and r.start == run.stop
-        ):
-            run = PairsRows(run.table, run.start, r.stop)
-            continue
-        if run is not None:
-            out.append(run.pairs())
-            run = None
-        if isinstance(r, PairsRows):
-            run = r
+        if isinstance(r, FilePairs):
+            if r.index is not index or tables:
+                flush()
+                index = r.index
+            codes.append(r.code)
         else:
-            out.append(r)
-    if run is not None:
-        out.append(run.pairs())
+            if index is not None:
+                flush()
+            tables.append(r)
+    flush()
     return out
 
 
@@ -182,8 +185,8 @@ class WrittenPartition:
 
     ``index_pairs`` holds, per indexed column, the file's distinct values paired with its
     label (:func:`~kartoframe.format.index.index_value_pairs`): a table, or its rows of
-    the chunk's pairs table (:class:`PairsRows`; :func:`pairs_tables` turns many into
-    tables). ``statistics`` is the file's row of per-file statistics (see
+    the chunk's partial index (:class:`FilePairs`; :func:`index_parts` turns many into
+    partial indices). ``statistics`` is the file's row of per-file statistics (see
     :mod:`kartoframe.format.statistics`): a one-row table, or its row of the chunk's
     statistics table (:class:`StatisticsRow`; :func:`statistics_tables` turns many into
     tables), or None if they were not computed.
@@ -193,7 +196,7 @@ class WrittenPartition:
     key: str
     rows: int
     size: int
-    index_pairs: Mapping[str, pa.Table | PairsRows]
+    index_pairs: Mapping[str, pa.Table | FilePairs]
     statistics: pa.Table | StatisticsRow | None = None
 
 
@@ -202,8 +205,9 @@ class ChunkResult:
     """What a chunk write returns to the committer (small and picklable).
 
     Pickled (a dask or Spark task's result), the statistics rows of its files travel as
-    one table per chunk, not one table per file: unpickled, a one-row Arrow table costs
-    about 50 KB of objects, 600 MB for the 12,000 files of a 30M-row dask write.
+    one table per chunk, not one table per file (unpickled, a one-row Arrow table costs
+    about 50 KB of objects: 600 MB for the 12,000 files of a 30M-row dask write), and
+    its partial indices once each.
     """
 
     partitions: tuple[WrittenPartition, ...]
@@ -215,31 +219,36 @@ class ChunkResult:
         plain = (ChunkResult, (parts, self.schema, self.origin))
         marks = [isinstance(p.statistics, StatisticsRow) for p in parts]
         stats = statistics_tables([p.statistics for p, m in zip(parts, marks) if m])  # type: ignore[misc]
-        shared = {c for p in parts for c, v in p.index_pairs.items() if isinstance(v, PairsRows)}
-        pairs = {
-            c: pairs_tables([v for p in parts if isinstance(v := p.index_pairs.get(c), PairsRows)])
-            for c in sorted(shared)
+        shared = sorted(
+            {c for p in parts for c, v in p.index_pairs.items() if isinstance(v, FilePairs)}
+        )
+        indices = {
+            c: {
+                id(v.index): v.index
+                for p in parts
+                if isinstance(v := p.index_pairs.get(c), FilePairs)
+            }
+            for c in shared
         }
-        if len(stats) > 1 or any(len(t) != 1 for t in pairs.values()) or not (stats or pairs):
+        if len(stats) > 1 or any(len(i) != 1 for i in indices.values()) or not (stats or shared):
             return plain  # rows of several tables: each file's travel alone
-        counts = [
-            {c: v.stop - v.start for c, v in p.index_pairs.items() if isinstance(v, PairsRows)}
-            for p in parts
+        codes = [
+            {c: v.code for c, v in p.index_pairs.items() if isinstance(v, FilePairs)} for p in parts
         ]
         bare = tuple(
             dataclasses.replace(
                 p,
                 statistics=None if m else p.statistics,
                 index_pairs={
-                    c: v for c, v in p.index_pairs.items() if not isinstance(v, PairsRows)
+                    c: v for c, v in p.index_pairs.items() if not isinstance(v, FilePairs)
                 },
             )
             for p, m in zip(parts, marks, strict=True)
         )
-        tables = {c: t[0] for c, t in pairs.items()}
+        partial = {c: next(iter(i.values())) for c, i in indices.items()}
         return (
             _shared_chunk,
-            (bare, marks, stats[0] if stats else None, counts, tables, self.schema, self.origin),
+            (bare, marks, stats[0] if stats else None, codes, partial, self.schema, self.origin),
         )
 
 
@@ -247,29 +256,21 @@ def _shared_chunk(
     partitions: tuple[WrittenPartition, ...],
     marks: Sequence[bool],
     stats: pa.Table | None,
-    counts: Sequence[Mapping[str, int]],
-    pairs: Mapping[str, pa.Table],
+    codes: Sequence[Mapping[str, int]],
+    partial: Mapping[str, GroupedIndex],
     schema: pa.Schema | None,
     origin: str,
 ) -> ChunkResult:
-    """Unpickle a :class:`ChunkResult` whose files share its statistics and pairs tables."""
+    """Unpickle a :class:`ChunkResult` whose files share its statistics table and partial
+    indices.
+    """
     row = iter(range(stats.num_rows if stats is not None else 0))
-    at = dict.fromkeys(pairs, 0)
     out = []
-    for p, m, n in zip(partitions, marks, counts, strict=True):
-        shared: dict[str, pa.Table | PairsRows] = dict(p.index_pairs)
-        for c, k in n.items():
-            shared[c] = PairsRows(pairs[c], at[c], at[c] + k)
-            at[c] += k
-        out.append(
-            dataclasses.replace(
-                p,
-                index_pairs=shared,
-                statistics=StatisticsRow(stats, next(row))
-                if m and stats is not None
-                else p.statistics,
-            )
-        )
+    for p, m, n in zip(partitions, marks, codes, strict=True):
+        pairs: dict[str, pa.Table | FilePairs] = dict(p.index_pairs)
+        pairs.update({c: FilePairs(partial[c], k) for c, k in n.items()})
+        stat = StatisticsRow(stats, next(row)) if m and stats is not None else p.statistics
+        out.append(dataclasses.replace(p, index_pairs=pairs, statistics=stat))
     return ChunkResult(tuple(out), schema, origin)
 
 

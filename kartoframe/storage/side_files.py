@@ -16,7 +16,7 @@ import pyarrow as pa
 from kartoframe.errors import CommitConflictError, CorruptMetadataError
 from kartoframe.format import naming
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.index import GroupedIndex, index_to_bytes
+from kartoframe.format.index import IndexSource, index_to_bytes
 from kartoframe.format.statistics import statistics_key, statistics_to_bytes
 from kartoframe.storage.resolve import load_statistics, statistics_rows
 from kartoframe.storage.store import Store
@@ -36,9 +36,9 @@ def _put_fresh(store: Store, data: bytes, key_at: Callable[[str], str], failure:
 
 
 def write_index_file(
-    store: Store, dataset_uuid: str, column: str, index: pa.Table | GroupedIndex
+    store: Store, dataset_uuid: str, column: str, index: pa.Table | IndexSource
 ) -> str:
-    """Write an index (a table or a :class:`GroupedIndex`) as a new index file of
+    """Write an index (a table or an :data:`IndexSource`) as a new index file of
     ``column``; return its key.
     """
     return _put_fresh(

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kartoframe.format.index import (
+    MergedIndex,
     _stable_order,
     build_index,
     group_index,
@@ -23,16 +24,19 @@ from kartoframe.format.index import (
     merge_index,
 )
 
+_NAN = object()
+
 
 def _reference(parts: Sequence[tuple[str, Sequence[Any]]]) -> list[tuple[Any, list[str]]]:
     """value -> labels in input order, values ascending (NaN last, one entry)."""
     out: dict[Any, list[str]] = {}
     for label, values in parts:
-        # distinct NaN objects are unequal, so deduplicate by key (all NaNs are one value)
-        keys = ("nan" if isinstance(v, float) and math.isnan(v) else v for v in values)
+        # distinct NaN objects are unequal, so deduplicate by key (all NaNs are one value;
+        # the key is no string: hypothesis drew the string "nan" as a value)
+        keys = (_NAN if isinstance(v, float) and math.isnan(v) else v for v in values)
         for key in dict.fromkeys(k for k in keys if k is not None):
             out.setdefault(key, []).append(label)
-    nan = out.pop("nan", None)
+    nan = out.pop(_NAN, None)
     rows = sorted(out.items(), key=lambda kv: kv[0])
     if nan is not None:
         rows.append((float("nan"), nan))
@@ -201,7 +205,7 @@ def test_a_grouped_index_streams_the_same_file_row_group_by_row_group() -> None:
     pairs = [index_value_pairs("c", pa.array(v), lb) for lb, v in parts]
     grouped = group_index("c", pa.int64(), pairs)
     table = build_index("c", pa.int64(), pairs)
-    assert grouped.num_labels == 750_000 and grouped.codes.dtype == np.int32
+    assert grouped.num_labels == 750_000 and grouped.codes.dtype == np.uint16  # 300 labels
     data = index_to_bytes(grouped)
     assert data == index_to_bytes(table)
     assert pq.ParquetFile(io.BytesIO(data)).metadata.num_row_groups > 3
@@ -209,3 +213,51 @@ def test_a_grouped_index_streams_the_same_file_row_group_by_row_group() -> None:
     assert index_to_bytes(group_index("c", pa.int64(), [])) == index_to_bytes(
         build_index("c", pa.int64(), [])
     )
+
+
+def test_more_labels_than_two_bytes_hold_get_wider_codes() -> None:
+    """70,000 one-value files: codes need more than 16 bits, alone and merged."""
+    n = 70_000
+    pairs = [index_value_pairs("c", pa.array([i % 5]), f"f{i}") for i in range(n)]
+    grouped = group_index("c", pa.int64(), pairs)
+    assert grouped.codes.dtype == np.int32
+    table = grouped.table()
+    assert table["partition"].to_pylist()[4][-1] == f"f{n - 1}"
+    halves = [
+        group_index("c", pa.int64(), pairs[:40_000]),
+        group_index("c", pa.int64(), pairs[40_000:]),
+    ]
+    assert all(h.codes.dtype == np.uint16 for h in halves)
+    assert MergedIndex("c", halves).table().equals(table)
+
+
+@pytest.mark.parametrize("kind", sorted(VALUES))
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_merged_partial_indices_are_the_index_of_all_pairs(kind: str, data: st.DataObject) -> None:
+    """Chunks' partial indices merged window by window (any row group size) give the
+    index of all their files' pairs, labels in input order, file bytes included."""
+    t, values = VALUES[kind]
+    n_parts = data.draw(st.integers(1, 4))
+    files: list[list[tuple[str, Sequence[Any]]]] = [
+        [
+            (f"p={k}/f{i}", data.draw(st.lists(values, max_size=8)))
+            for i in range(data.draw(st.integers(0, 4)))
+        ]
+        for k in range(n_parts)
+    ]
+    parts = [
+        group_index("c", t, [index_value_pairs("c", pa.array(v, type=t), lb) for lb, v in chunk])
+        for chunk in files
+    ]
+    merged = MergedIndex("c", parts)
+    flat = [f for chunk in files for f in chunk]
+    assert _same(_rows(merged.table(), "c"), _reference(flat))
+    want = build_index("c", t, [index_value_pairs("c", pa.array(v, type=t), lb) for lb, v in flat])
+    if merged.num_rows:
+        cut = data.draw(st.integers(0, merged.num_rows))
+        both = pa.concat_tables(
+            [merged.slice_table(0, cut), merged.slice_table(cut, merged.num_rows)]
+        )
+        assert _same(_rows(both, "c"), _rows(want, "c"))
+    assert index_to_bytes(merged) == index_to_bytes(want)
