@@ -233,41 +233,28 @@ def _run_worker(
     return dict(found)
 
 
+def _goal(text: str, ratio: float, limit: float) -> list[dict[str, Any]]:
+    return [{"goal": text, "value": ratio, "met": ratio <= limit}]
+
+
 def goal_lines(mode: str, med: dict[str, dict[str, float]], size: int) -> list[dict[str, Any]]:
-    """The goal of ``mode`` from the medians per system (empty: kartoframe not measured)."""
+    """The goal of ``mode`` from the medians per system (empty: a system not measured)."""
     kf = med.get("kartoframe")
     if kf is None:
         return []
-    if mode == "dask":
-        if "to_parquet" not in med:
-            return []
-        ratio = kf["peak_over_imports"] / med["to_parquet"]["peak_over_imports"]
-        return [
-            {
-                "goal": f"peak RSS <= {DASK_GOAL}x dask to_parquet's ({size:,} rows)",
-                "value": ratio,
-                "met": ratio <= DASK_GOAL,
-            }
-        ]
     if mode == "rows":
         ratio = kf["peak_over_imports"] / kf["input_bytes"]
-        return [
-            {
-                "goal": f"peak RSS (input included) <= {MEMORY_GOAL}x the input",
-                "value": ratio,
-                "met": ratio <= MEMORY_GOAL,
-            }
-        ]
-    if "deltalake" not in med:
+        return _goal(f"peak RSS (input included) <= {MEMORY_GOAL}x the input", ratio, MEMORY_GOAL)
+    peer = "to_parquet" if mode == "dask" else "deltalake"
+    if peer not in med:
         return []
-    ratio = kf["seconds"] / med["deltalake"]["seconds"]
-    return [
-        {
-            "goal": f"time per partition <= {PARTITION_GOAL}x deltalake's ({size:,} partitions)",
-            "value": ratio,
-            "met": ratio <= PARTITION_GOAL,
-        }
-    ]
+    if mode == "dask":
+        ratio = kf["peak_over_imports"] / med[peer]["peak_over_imports"]
+        text = f"peak RSS <= {DASK_GOAL}x dask to_parquet's ({size:,} rows)"
+        return _goal(text, ratio, DASK_GOAL)
+    ratio = kf["seconds"] / med[peer]["seconds"]
+    text = f"time per partition <= {PARTITION_GOAL}x deltalake's ({size:,} partitions)"
+    return _goal(text, ratio, PARTITION_GOAL)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,6 +9,7 @@ import json
 import pathlib
 import sys
 from types import ModuleType
+from typing import Any
 
 import pytest
 from bench_runs import BENCH, run_benchmark
@@ -60,13 +61,17 @@ def test_the_frame_has_the_partitions_asked_for(scale_write: ModuleType) -> None
     assert df["part"].nunique() == 7 and list(df.columns) == ["part", "x", "y"]
 
 
+def _tiny_run(tmp_path: pathlib.Path, *args: str) -> tuple[Any, dict[str, Any]]:
+    """Run scale_write.py once per system with ``args``; its process and JSON results."""
+    out = tmp_path / "scale_write.json"
+    extra = ["--repeat", "1", "--data-dir", str(tmp_path / "data"), "--json", str(out)]
+    proc = run_benchmark("scale_write.py", *args, *extra)
+    return proc, json.loads(out.read_text())
+
+
 @pytest.mark.slow
 def test_tiny_run_writes_with_every_system(tmp_path: pathlib.Path) -> None:
-    out = tmp_path / "scale_write.json"
-    args = ["--rows", "20000", "--partitions", "30", "--repeat", "1"]
-    args += ["--data-dir", str(tmp_path / "data"), "--json", str(out)]
-    proc = run_benchmark("scale_write.py", *args)
-    data = json.loads(out.read_text())
+    proc, data = _tiny_run(tmp_path, "--rows", "20000", "--partitions", "30")
     assert sorted(data) == ["partitions-30", "rows-20000"]
     for result in data.values():
         assert sorted(result["runs"]) == ["deltalake", "kartoframe", "pyarrow"]
@@ -103,11 +108,8 @@ def test_the_lazy_frame_makes_its_partitions_on_demand(scale_write: ModuleType) 
 
 @pytest.mark.slow
 def test_tiny_dask_run_writes_with_kartoframe_and_to_parquet(tmp_path: pathlib.Path) -> None:
-    out = tmp_path / "scale_write.json"
-    args = ["--only", "dask", "--rows", "20000", "--repeat", "1"]
-    args += ["--data-dir", str(tmp_path / "data"), "--json", str(out)]
-    proc = run_benchmark("scale_write.py", *args)
-    (result,) = json.loads(out.read_text()).values()
+    proc, data = _tiny_run(tmp_path, "--only", "dask", "--rows", "20000")
+    (result,) = data.values()
     assert sorted(result["runs"]) == ["kartoframe", "to_parquet"]
     for (run,) in result["runs"].values():
         assert run["seconds"] > 0 and run["input_bytes"] > 0 and run["written_bytes"] > 0

@@ -142,17 +142,17 @@ def _stable_order(keys: np.ndarray, n_keys: int) -> np.ndarray:
 class GroupedIndex:
     """An index as integer codes: what :func:`index_to_bytes` streams row group by row group.
 
-    Row ``i`` is ``values[i]`` with the labels ``labels[codes[offsets[i]:offsets[i + 1]]]``.
-    A label is one dictionary entry however many values it carries, so the index holds 4
-    bytes per (value, label) pair instead of the label's string: the strings of a 10M-row
-    dask write's 3M pairs took 180 MB, and exist here one row group at a time
-    (:meth:`slice_table`).
+    Row ``i`` is ``values[i]`` with the labels ``labels[codes[offsets[i]:offsets[i + 1]]]``
+    (``values`` distinct and sorted). A label is one dictionary entry however many values
+    it carries, so the index holds 2 bytes per (value, label) pair (4 past 65,536 labels)
+    instead of the label's string: the strings of a 10M-row dask write's 3M pairs took
+    180 MB, and exist here one row group at a time (:meth:`slice_table`).
     """
 
     column: str
     values: pa.Array
     offsets: np.ndarray  # int64, len(values) + 1
-    codes: np.ndarray  # int32 codes into ``labels``, in row order
+    codes: np.ndarray  # uint16 / int32 codes into ``labels``, in row order
     labels: pa.Array  # string
 
     @property
