@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 
 from kartoframe.format.index import (
     MergedIndex,
-    _stable_order,
     build_index,
     group_index,
     index_to_bytes,
     index_value_pairs,
     merge_index,
 )
+from kartoframe.format.index_group import _stable_order
 
 _NAN = object()
 
