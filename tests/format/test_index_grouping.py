@@ -218,15 +218,15 @@ def test_a_grouped_index_streams_the_same_file_row_group_by_row_group() -> None:
 def test_more_labels_than_two_bytes_hold_get_wider_codes() -> None:
     """70,000 one-value files: codes need more than 16 bits, alone and merged."""
     n = 70_000
-    pairs = [index_value_pairs("c", pa.array([i % 5]), f"f{i}") for i in range(n)]
-    grouped = group_index("c", pa.int64(), pairs)
+    labels = [f"f{i}" for i in range(n)]
+    values = pa.array(np.arange(n) % 5)
+    pairs = pa.table({"c": values, "label": labels})
+    grouped = group_index("c", pa.int64(), [pairs])
     assert grouped.codes.dtype == np.int32
     table = grouped.table()
     assert table["partition"].to_pylist()[4][-1] == f"f{n - 1}"
-    halves = [
-        group_index("c", pa.int64(), pairs[:40_000]),
-        group_index("c", pa.int64(), pairs[40_000:]),
-    ]
+    halves = [group_index("c", pa.int64(), [pairs.slice(0, 40_000)])]
+    halves.append(group_index("c", pa.int64(), [pairs.slice(40_000)]))
     assert all(h.codes.dtype == np.uint16 for h in halves)
     assert MergedIndex("c", halves).table().equals(table)
 
