@@ -9,6 +9,7 @@ here); this module reads, writes and queries them.
 
 from __future__ import annotations
 
+import base64
 import io
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -132,8 +133,9 @@ def index_row_group_size(index: pa.Table | IndexSource) -> int:
 def index_to_bytes(index: pa.Table | IndexSource) -> bytes:
     """Serialise an index as Parquet (no pandas metadata, like plateau).
 
-    A :class:`GroupedIndex` or :class:`MergedIndex` is written one row group at a time:
-    only that group's label strings exist at once.
+    A :class:`GroupedIndex` or :class:`MergedIndex` is written one row group at a time,
+    its labels as dictionary codes: no label string is made. The file is the one the
+    whole table gives, byte for byte.
     """
     size = index_row_group_size(index)
     buf = io.BytesIO()
@@ -144,14 +146,22 @@ def index_to_bytes(index: pa.Table | IndexSource) -> bytes:
     if isinstance(index, pa.Table):
         pq.write_table(index.replace_schema_metadata(None), buf, row_group_size=size, **options)
         return buf.getvalue()
-    first = index.slice_table(0, min(size, index.num_rows))
-    with pq.ParquetWriter(buf, first.schema, **options) as writer:
+    first = index.slice_table(0, min(size, index.num_rows), encoded=True)
+    # The labels reach Parquet dictionary-encoded; the file's Arrow schema says
+    # list<string>, as the whole table's would, so every reader gets strings.
+    plain = pa.schema([first.schema.field(0), pa.field(PARTITION_COLUMN, pa.list_(pa.string()))])
+    with pq.ParquetWriter(buf, first.schema, store_schema=False, **options) as writer:
         writer.write_table(first, row_group_size=size)
+        del first
         for start in range(size, index.num_rows, size):
-            writer.write_table(
-                index.slice_table(start, min(start + size, index.num_rows)), row_group_size=size
-            )
+            part = index.slice_table(start, min(start + size, index.num_rows), encoded=True)
+            writer.write_table(part, row_group_size=size)
+        writer.add_key_value_metadata({_ARROW_SCHEMA: base64.b64encode(plain.serialize())})
     return buf.getvalue()
+
+
+#: The footer key of a Parquet file's Arrow schema (base64 of its IPC message).
+_ARROW_SCHEMA = "ARROW:schema"
 
 
 def index_from_bytes(
