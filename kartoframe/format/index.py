@@ -3,8 +3,9 @@
 An index is held as a two-column :class:`pyarrow.Table` — the indexed column (normalised
 type, distinct non-null values) and ``partition`` (``list<string>`` of labels) — which
 is exactly the on-disk Parquet layout. All operations are vectorised with pyarrow.
-Building and merging indices lives in :mod:`kartoframe.format.index_group` (re-exported
-here); this module reads, writes and queries them.
+Building and merging indices lives in :mod:`kartoframe.format.index_group` (its original
+three functions and the ``partition`` column name are re-exported here); this module
+reads, writes and queries them.
 """
 
 from __future__ import annotations
@@ -23,40 +24,23 @@ from kartoframe.errors import CorruptMetadataError, InvalidInputError
 from kartoframe.format.arrow_memory import read_parquet_bytes, reader
 from kartoframe.format.index_group import (
     PARTITION_COLUMN,
-    GroupedIndex,
     IndexSource,
-    MergedIndex,
     build_index,
     empty_index,
-    group_index,
-    grouped_from_table,
-    merge_grouped,
     merge_index,
-    merge_parts,
-    one_label,
-    restrict,
 )
 from kartoframe.format.schema import normalize_type
 
 __all__ = [
     "PARTITION_COLUMN",
-    "GroupedIndex",
-    "IndexSource",
-    "MergedIndex",
     "build_index",
     "empty_index",
-    "group_index",
     "index_from_bytes",
     "index_row_group_size",
     "index_from_embedded",
     "index_labels",
     "index_to_bytes",
     "index_value_pairs",
-    "merge_grouped",
-    "grouped_from_table",
-    "merge_parts",
-    "one_label",
-    "restrict",
     "merge_index",
 ]
 
@@ -133,7 +117,8 @@ def index_row_group_size(index: pa.Table | IndexSource) -> int:
 def index_to_bytes(index: pa.Table | IndexSource) -> bytes:
     """Serialise an index as Parquet (no pandas metadata, like plateau).
 
-    A :class:`GroupedIndex` or :class:`MergedIndex` is written one row group at a time,
+    A :class:`~kartoframe.format.index_group.GroupedIndex` or
+    :class:`~kartoframe.format.index_group.MergedIndex` is written one row group at a time,
     its labels as dictionary codes: no label string is made. The file is the one the
     whole table gives, byte for byte.
     """

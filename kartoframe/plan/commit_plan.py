@@ -31,7 +31,7 @@ from kartoframe.format.fold import (
     SetStatistics,
 )
 from kartoframe.format.header import kartoframe_section
-from kartoframe.format.index import (
+from kartoframe.format.index_group import (
     GroupedIndex,
     IndexSource,
     empty_index,

@@ -17,7 +17,8 @@ from kartoframe.errors import (
     NullPartitionValueError,
 )
 from kartoframe.format import naming
-from kartoframe.format.index import GroupedIndex, check_indexable, group_index, one_label, restrict
+from kartoframe.format.index import check_indexable
+from kartoframe.format.index_group import GroupedIndex, group_index, one_label, restrict
 from kartoframe.format.schema import SchemaEvolution, merge_into_stored, normalize_schema
 from kartoframe.format.values import render_partition_value
 

@@ -16,7 +16,8 @@ import pyarrow as pa
 from kartoframe.errors import CommitConflictError, CorruptMetadataError
 from kartoframe.format import naming
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.index import IndexSource, index_to_bytes
+from kartoframe.format.index import index_to_bytes
+from kartoframe.format.index_group import IndexSource
 from kartoframe.format.statistics import statistics_key, statistics_to_bytes
 from kartoframe.storage.resolve import load_statistics, statistics_rows
 from kartoframe.storage.store import Store

@@ -15,14 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kartoframe.format.index import (
-    MergedIndex,
     build_index,
-    group_index,
     index_to_bytes,
     index_value_pairs,
     merge_index,
 )
-from kartoframe.format.index_group import _stable_order
+from kartoframe.format.index_group import MergedIndex, _stable_order, group_index
 
 _NAN = object()
 

@@ -14,7 +14,8 @@ import pyarrow as pa
 import kartoframe as kf
 from kartoframe.execution.chunks import write_chunk
 from kartoframe.execution.write import commit_write
-from kartoframe.format.index import build_index, index_value_pairs, merge_parts
+from kartoframe.format.index import build_index, index_value_pairs
+from kartoframe.format.index_group import merge_parts
 from kartoframe.plan.write import ChunkResult, FilePairs, chunk_pairs, index_parts
 
 
