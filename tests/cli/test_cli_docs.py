@@ -1,8 +1,10 @@
 """The ``$ kartoframe ...`` examples of docs/cli.md and docs/getting-started.md run as shown.
 
 docs/cli.md builds its sample store in a ```python block; every command of a ```console
-block is then run with the installed console script (through bash, in that folder), must
-exit with 0 and, where the page shows output, print exactly that (trailing spaces aside).
+block is then run in that folder, must exit with 0 and, where the page shows output, print
+exactly that (trailing spaces aside). A command with shell syntax beyond quoting (pipes,
+redirections, variables) runs through bash with the installed console script; the others
+are split as bash would and run through ``cli_helpers.run``.
 """
 
 from __future__ import annotations
@@ -10,15 +12,18 @@ from __future__ import annotations
 import os
 import pathlib
 import re
+import shlex
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
-from cli_helpers import BIN, cli_env
+from cli_helpers import BIN, Result, cli_env, run
 
 DOCS = pathlib.Path(__file__).parent.parent.parent / "docs"
 BLOCK = re.compile(r"^```(python|console)\n(.*?)^```", re.S | re.M)
 #: Commands that change the store run one after the other, in page order.
 MUTATING = {"index", "copy", "delete", "gc", "cleanup", "merge"}
+#: Shell syntax that needs bash (quotes alone are split by :func:`shlex.split`).
+SHELL = re.compile(r"[|&;<>$`*?(){}\\]")
 
 
 def _blocks(page: str) -> list[tuple[str, str]]:
@@ -39,12 +44,14 @@ def _commands(page: str) -> list[tuple[str, list[str]]]:
     return [(cmd, lines) for cmd, lines in out if cmd.startswith("kartoframe ")]
 
 
-def _run(cmd: str, cwd: pathlib.Path) -> subprocess.CompletedProcess[str]:
-    env = cli_env({"PATH": f"{BIN.parent}{os.pathsep}{os.environ.get('PATH', '')}"})
+def _run(cmd: str, cwd: pathlib.Path) -> Result | subprocess.CompletedProcess[str]:
+    env = {"PATH": f"{BIN.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if not SHELL.search(cmd):
+        return run(*shlex.split(cmd)[1:], env=env, cwd=cwd)
     return subprocess.run(
         ["bash", "-c", cmd],
         cwd=cwd,
-        env=env,
+        env=cli_env(env),
         capture_output=True,
         text=True,
         timeout=120,
@@ -52,7 +59,7 @@ def _run(cmd: str, cwd: pathlib.Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _check(cmd: str, expected: list[str], proc: subprocess.CompletedProcess[str]) -> None:
+def _check(cmd: str, expected: list[str], proc: Result | subprocess.CompletedProcess[str]) -> None:
     assert proc.returncode == 0, f"{cmd}\n{proc.stdout}\n{proc.stderr}"
     if expected:
         got = [line.rstrip() for line in proc.stdout.rstrip("\n").splitlines()]

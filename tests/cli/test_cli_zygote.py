@@ -1,0 +1,71 @@
+"""The forked command line of the tests (``cli_zygote.py``) behaves as the installed script.
+
+The other command-line tests run through :func:`cli_helpers.run`, which forks each
+invocation from a zygote that imported kartoframe once. These tests check that this gives
+exactly what the real console script gives (exit code, standard output, standard error),
+that each invocation gets its own environment and working directory, and that the zygote
+really forks (a refusal would silently fall back to the slower script).
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+from cli_helpers import Zygote, cli_env, run, run_script
+
+from kartoframe.cli._common import ENV_STORAGE_OPTIONS
+
+
+def _same(args: list[str], **kwargs) -> None:
+    forked, script = run(*args, **kwargs), run_script(*args, **kwargs)
+    assert (forked.returncode, forked.stdout, forked.stderr) == (
+        script.returncode,
+        script.stdout,
+        script.stderr,
+    ), f"forked: {forked}\nscript: {script}"
+
+
+def test_forked_invocations_print_and_exit_as_the_script(shared_store: pathlib.Path) -> None:
+    s = str(shared_store)
+    _same([s, "ls", "--json"])
+    _same([s, "info", "sales"])
+    _same([s, "query", "sales", "--where", "country == DE", "--format", "csv"])
+    _same([s, "info", "nope", "--json"])  # not found: exit 3, a JSON error on stderr
+    _same([s, "query", "sales", "--where", "country ==="])  # bad input: exit 2
+    _same(["--help"])
+    _same(["/nonexistent-store-kf", "ls"])
+
+
+def test_each_invocation_has_its_own_environment_and_folder(
+    shared_store: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    bad = run(str(shared_store), "ls", env={ENV_STORAGE_OPTIONS: "not json"})
+    assert bad.returncode == 2, bad
+    assert "not valid JSON" in bad.stderr
+    good = run(str(shared_store), "ls")  # the variable did not stay behind
+    assert good.returncode == 0, good
+    relative = os.path.relpath(shared_store, tmp_path)
+    here = run(relative, "ls", "--json", cwd=tmp_path)
+    assert here.returncode == 0, here
+    assert here.json()["datasets"][0]["name"] == "sales"
+    assert run(relative, "ls", cwd=tmp_path.parent).returncode == 3
+
+
+def test_the_zygote_forks_and_survives_failed_invocations(shared_store: pathlib.Path) -> None:
+    zygote = Zygote()
+    try:
+        results = [
+            zygote.run(args, cli_env(), str(shared_store))
+            for args in (
+                [str(shared_store), "info", "missing"],
+                [str(shared_store), "query", "sales", "--where", "units >"],
+                [str(shared_store), "ls"],
+            )
+        ]
+        assert all(r is not None for r in results), "the zygote refused to fork"
+        assert [r.returncode for r in results if r is not None] == [3, 2, 0]
+        assert zygote.proc.poll() is None
+    finally:
+        zygote.close()
+    assert zygote.proc.returncode == 0
