@@ -34,6 +34,14 @@ has none):
     x ``to_parquet``'s, at every size: a flat peak, although the index is an output
     that grows with the rows (one entry per value and file).
 
+``distributed``
+    The ``dask`` mode's frame and writes on a ``distributed`` ``LocalCluster`` of
+    :data:`CLUSTER_WORKERS` worker processes with one thread each (what a user's cluster
+    does: every task's result is pickled to the worker that runs the next task, the commit
+    runs on one of them). Reported: the largest worker's RSS high-water mark over its RSS
+    after the imports, and the time. Goal: kartoframe's <= :data:`DASK_GOAL` x
+    ``to_parquet``'s, at every size.
+
 The processes alternate between systems, ``--repeat`` times each; the figures are medians.
 The script prints the goal lines and exits 1 when one is missed.
 
@@ -42,6 +50,7 @@ Run it with::
     .venv/bin/python asv_benchmarks/scale_write.py --data-dir bench-data --repeat 3
     .venv/bin/python asv_benchmarks/scale_write.py --only partitions --partitions 100000 --repeat 1
     .venv/bin/python asv_benchmarks/scale_write.py --only dask --rows 10000000,30000000,60000000
+    .venv/bin/python asv_benchmarks/scale_write.py --only distributed --rows 30000000
 """
 
 from __future__ import annotations
@@ -73,6 +82,10 @@ ROWS_PER_PARTITION = 4
 DASK_CHUNK_ROWS = 500_000
 DASK_GOAL = 1.25
 DASK_PARTITIONS = 200  # the sales table's default grid: 25 countries x 8 months
+#: worker processes of the ``distributed`` mode's LocalCluster (one thread each)
+CLUSTER_WORKERS = 2
+#: the modes that write a lazy dask frame (input: one dask partition; peer: to_parquet)
+DASK_MODES = ("dask", "distributed")
 
 
 def lazy_sales_frame(rows: int, chunk_rows: int = DASK_CHUNK_ROWS) -> Any:
@@ -86,11 +99,14 @@ def lazy_sales_frame(rows: int, chunk_rows: int = DASK_CHUNK_ROWS) -> Any:
     return dd.from_map(datagen.sales_table, [size] * n, list(range(n)), meta=meta)
 
 
-def _write_ddf(system: str, ddf: Any, root: Path) -> None:
-    """Write ``ddf`` partitioned by country and month (kartoframe: and the index)."""
+def _write_ddf(system: str, ddf: Any, root: Path, scheduler: str | None = "threads") -> None:
+    """Write ``ddf`` partitioned by country and month (kartoframe: and the index); the
+    scheduler None: the default one (a ``distributed`` client's, when there is one)."""
+    import contextlib
+
     import dask
 
-    with dask.config.set(scheduler="threads"):
+    with dask.config.set(scheduler=scheduler) if scheduler else contextlib.nullcontext():
         if system == "kartoframe":
             systems.kf_call(  # a Delayed, like plateau's: computed here
                 "store_dataset_from_ddf",
@@ -144,10 +160,89 @@ def _write_partitions(system: str, df: Any, root: Path) -> None:
         )
 
 
+def _status(field: str) -> int:
+    """``field`` of this process's ``/proc/self/status``, in bytes (run on cluster workers,
+    which cannot import this folder's modules)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise KeyError(field)
+
+
+def _imports(system: str) -> int:
+    """On a cluster worker: the imports of :func:`worker`; return the RSS after them."""
+    import dask.dataframe  # noqa: F401
+    import pandas  # noqa: F401
+    import pyarrow.dataset  # noqa: F401
+
+    if system == "kartoframe":
+        import kartoframe  # noqa: F401
+    return _status("VmRSS")
+
+
+def _reset_hwm() -> int:
+    """On a cluster worker: reset the RSS high-water mark (as ``systems.reset_peak_rss``)."""
+    import gc
+
+    import pyarrow as pa
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+    return _status("VmRSS")
+
+
+def cluster_worker(system: str, size: int, data_dir: Path) -> dict[str, Any]:
+    """The ``distributed`` mode: one write on a fresh LocalCluster; the largest worker's
+    peak over its RSS after the imports."""
+    systems.use_checkout_kartoframe()
+    import datagen
+    from dask.distributed import Client, LocalCluster
+
+    one = datagen.sales_table(min(size, DASK_CHUNK_ROWS))  # the input: one dask partition
+    input_bytes = int(one.memory_usage(deep=True).sum())
+    del one
+    tmp = Path(tempfile.mkdtemp(prefix="kf-scale-write-", dir=data_dir))
+    with (
+        LocalCluster(
+            n_workers=CLUSTER_WORKERS,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        try:
+            after_imports = client.run(_imports, system)
+            _write_ddf(system, lazy_sales_frame(1000, 500), tmp / "warm-up", None)
+            base = client.run(_reset_hwm)
+            t0 = time.perf_counter()
+            _write_ddf(system, lazy_sales_frame(size), tmp / "timed", None)
+            seconds = time.perf_counter() - t0
+            peaks = client.run(_status, "VmHWM")
+            written = sum(f.stat().st_size for f in (tmp / "timed").rglob("*") if f.is_file())
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return {
+        "system": system,
+        "seconds": seconds,
+        "input_bytes": input_bytes,
+        "rss_growth": max(peaks[w] - base[w] for w in peaks),
+        "peak_over_imports": max(peaks[w] - after_imports[w] for w in peaks),
+        "worker_peaks_over_imports": sorted(peaks[w] - after_imports[w] for w in peaks),
+        "hwm_reset": True,
+        "written_bytes": written,
+    }
+
+
 def worker(
     mode: str, system: str, size: int, data_dir: Path, partitions: int = 20
 ) -> dict[str, Any]:
     """Load the input, warm ``system`` up, then time one write and measure its peak RSS."""
+    if mode == "distributed":
+        return cluster_worker(system, size, data_dir)
     systems.use_checkout_kartoframe()
     import pandas  # noqa: F401  (the baseline has the libraries every system needs)
     import pyarrow.dataset  # noqa: F401
@@ -245,12 +340,14 @@ def goal_lines(mode: str, med: dict[str, dict[str, float]], size: int) -> list[d
     if mode == "rows":
         ratio = kf["peak_over_imports"] / kf["input_bytes"]
         return _goal(f"peak RSS (input included) <= {MEMORY_GOAL}x the input", ratio, MEMORY_GOAL)
-    peer = "to_parquet" if mode == "dask" else "deltalake"
+    peer = "to_parquet" if mode in DASK_MODES else "deltalake"
     if peer not in med:
         return []
-    if mode == "dask":
+    if mode in DASK_MODES:
         ratio = kf["peak_over_imports"] / med[peer]["peak_over_imports"]
-        text = f"peak RSS <= {DASK_GOAL}x dask to_parquet's ({size:,} rows)"
+        what = "peak RSS" if mode == "dask" else "largest worker's peak RSS"
+        where = "" if mode == "dask" else f", {CLUSTER_WORKERS}-worker LocalCluster"
+        text = f"{what} <= {DASK_GOAL}x dask to_parquet's ({size:,} rows{where})"
         return _goal(text, ratio, DASK_GOAL)
     ratio = kf["seconds"] / med[peer]["seconds"]
     text = f"time per partition <= {PARTITION_GOAL}x deltalake's ({size:,} partitions)"
@@ -259,7 +356,7 @@ def goal_lines(mode: str, med: dict[str, dict[str, float]], size: int) -> list[d
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--only", default="rows,partitions", help="rows,partitions,dask")
+    p.add_argument("--only", default="rows,partitions", help="rows,partitions,dask,distributed")
     p.add_argument("--rows", default="10000000", help="comma-separated row counts (rows)")
     p.add_argument("--partitions", default="10000", help="comma-separated partition counts")
     p.add_argument(
@@ -292,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     for mode in modes:
         sizes = args.partitions if mode == "partitions" else args.rows
-        names = chosen or list(DASK_SYSTEMS if mode == "dask" else SYSTEMS)
+        names = chosen or list(DASK_SYSTEMS if mode in DASK_MODES else SYSTEMS)
         for size in [int(x) for x in sizes.split(",")]:
             if mode == "rows":
                 spec = systems.SalesSpec(rows=size, partitions=args.rows_partitions)
@@ -306,13 +403,22 @@ def main(argv: list[str] | None = None) -> int:
                         f"  {mode:<10} {size:>11,}  rep {rep + 1}/{args.repeat}  {s:<11} "
                         f"{r['seconds']:8.3f}s  RSS +{r['rss_growth'] / 2**20:8.1f} MiB, "
                         f"peak {r['peak_over_imports'] / 2**20:8.1f} MiB "
-                        f"(input {r['input_bytes'] / 2**20:.1f} MiB)",
+                        f"(input {r['input_bytes'] / 2**20:.1f} MiB)"
+                        + "".join(
+                            f", workers {', '.join(f'{w / 2**20:.1f}' for w in ws)} MiB"
+                            for ws in [r.get("worker_peaks_over_imports")]
+                            if ws
+                        ),
                         flush=True,
                     )
             keys = ("seconds", "rss_growth", "peak_over_imports", "input_bytes")
             med = {s: {k: statistics.median(x[k] for x in runs[s]) for k in keys} for s in names}
             goals = goal_lines(mode, med, size)
-            parts = {"rows": args.rows_partitions, "dask": DASK_PARTITIONS}.get(mode, size)
+            parts = {
+                "rows": args.rows_partitions,
+                "dask": DASK_PARTITIONS,
+                "distributed": DASK_PARTITIONS,
+            }.get(mode, size)
             key = f"{mode}-{size}" + (f"-p{parts}" if mode == "rows" and parts != 20 else "")
             results[key] = {
                 "median": med,
@@ -323,6 +429,9 @@ def main(argv: list[str] | None = None) -> int:
                 "rows": f"{size:,} rows, {parts:,} partitions",
                 "dask": f"dask, {size:,} rows in partitions of {DASK_CHUNK_ROWS:,} rows, "
                 f"{parts:,} partitions, input = one dask partition",
+                "distributed": f"dask on a LocalCluster of {CLUSTER_WORKERS} worker processes, "
+                f"{size:,} rows in partitions of {DASK_CHUNK_ROWS:,} rows, {parts:,} partitions, "
+                "peak = the largest worker's",
             }.get(mode, f"{size:,} partitions")
             print(f"\n== write, {what}: medians of {args.repeat} fresh processes")
             print(
