@@ -20,6 +20,7 @@ import orjson
 import zstandard
 
 from kartoframe.errors import CorruptMetadataError, UnsupportedVersionError
+from kartoframe.format.header_partitions import columnar_partitions
 from kartoframe.format.naming import (
     MetadataFormat,
     check_key_inside,
@@ -155,7 +156,7 @@ def metadata_from_dict(
     dataset_uuid: str,
     storage_format: MetadataFormat,
     default_table: str = "table",
-    checked_partitions: tuple[dict[str, str], str] | None = None,
+    checked_partitions: tuple[Mapping[str, str], str] | None = None,
 ) -> DatasetHeader:
     """Validate a decoded header dict and build a :class:`DatasetHeader`.
 
@@ -226,7 +227,7 @@ def metadata_from_dict(
         else:
             _expect(False, dataset_uuid, f"indices.{col}", "a storage key or a map", ref)
 
-    partitions: dict[str, str] = {}
+    partitions: Mapping[str, str] = {}
     table_name = default_table
     explicit = "partitions" in raw or checked_partitions is not None
     if checked_partitions is not None:
@@ -241,6 +242,8 @@ def metadata_from_dict(
             partitions, fast_table = fast
             tables = {fast_table}
         else:
+            checked: dict[str, str] = {}
+            partitions = checked
             for label, part in raw_parts.items():
                 files = part.get("files") if isinstance(part, dict) else None
                 _expect(
@@ -259,7 +262,7 @@ def metadata_from_dict(
                 ((table, key),) = files.items()
                 _expect(isinstance(key, str), dataset_uuid, f"partitions.{label}.files", "str", key)
                 tables.add(table)
-                partitions[label] = check_key_inside(key, dataset_uuid)
+                checked[label] = check_key_inside(key, dataset_uuid)
         if len(tables) > 1:
             raise CorruptMetadataError(
                 f"Dataset {dataset_uuid!r} has several tables: {sorted(tables)}; only "
@@ -371,22 +374,30 @@ def _decode_value(raw: msgspec.Raw, storage_format: MetadataFormat) -> Any:
 
 def _decode_typed(
     doc: bytes, storage_format: MetadataFormat, dataset_uuid: str
-) -> tuple[dict[str, Any], tuple[dict[str, str], str]] | None:
+) -> tuple[dict[str, Any], tuple[Mapping[str, str], str]] | None:
     """Decode a well-formed header with its ``partitions`` checked while parsing.
 
-    ``msgspec`` decodes the partitions map against its schema (string labels, one
-    ``files`` map of strings each) into slotted objects, about 1.5x faster than
-    untyped parsing; every other top-level value is decoded exactly as the untyped path
-    does. None when anything does not fit: the caller then decodes untyped and
-    validates step by step, with errors that name the key.
+    First column-wise: the entries stay undecoded and their keys are checked all at once
+    (:func:`kartoframe.format.header_partitions.columnar_partitions`; a million partitions
+    in about half the time of the next path, without a Python object per key). Failing
+    that, ``msgspec`` decodes the partitions map against its schema (string labels, one
+    ``files`` map of strings each) into slotted objects, about 1.5x faster than untyped
+    parsing. Every other top-level value is decoded exactly as the untyped path does. None
+    when anything does not fit: the caller then decodes untyped and validates step by
+    step, with errors that name the key.
     """
     try:
         top = _TOP_DECODERS[storage_format].decode(doc)
         raw_parts = top.pop("partitions", None)
         if raw_parts is None:
             return None
-        parts = _PARTITION_DECODERS[storage_format].decode(raw_parts)
         rest = {k: _decode_value(v, storage_format) for k, v in top.items()}
+        columnar = columnar_partitions(
+            _TOP_DECODERS[storage_format].decode(raw_parts), storage_format, dataset_uuid
+        )
+        if columnar is not None:
+            return rest, columnar
+        parts = _PARTITION_DECODERS[storage_format].decode(raw_parts)
     except Exception:  # any failure: the untyped path decodes again and reports it
         return None
     checked = _partition_keys(parts, list(map(_FILES, parts.values())), dataset_uuid)

@@ -1,0 +1,243 @@
+"""The ``partitions`` map of a header, checked column-wise and kept undecoded.
+
+A header lists every partition as ``label: {"files": {table: key}}``. Opening a dataset of
+a million partitions must not build a million Python objects per field: a read that prunes
+by partition keys needs the labels, and the keys of the few partitions it keeps.
+
+:func:`columnar_partitions` takes the map as ``msgspec`` decoded it, labels to the raw,
+undecoded bytes of each entry (:class:`msgspec.Raw`, slices of the header). When every
+entry has the same bytes around its key (the same table, the same spacing and, in msgpack,
+the same kind of string header, checked against each key's length), the keys are cut
+out and checked in Arrow and in C-level passes over all of them at once, with the rules
+of the typed path
+(:func:`kartoframe.format.header.decode_header`): each key a string inside the dataset's
+folder, no ``//``, ``.`` or ``..`` component, no empty last component, no backslash, NUL
+or newline. Anything else returns None and the caller takes the typed path, which names
+the bad entry.
+
+:class:`PartitionMap` is the result: a read-only mapping label -> key that decodes a key
+when it is looked up, iterates its labels without decoding anything, and hands the keys
+column-wise (:meth:`PartitionMap.values`). It pickles as a plain ``dict``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from typing import Any, Literal
+
+import msgpack
+import msgspec
+import numpy as np
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["PartitionMap", "columnar_partitions"]
+
+#: Key patterns that send a header to the checked path (see ``header._SUSPECT_KEY``).
+_ROUGH_SUSPECT = re.compile(rb"/[/.\n]")
+_SUSPECT_KEY = re.compile(rb"/(?:/|\n|\.\.?(?:/|\n))")
+
+
+class PartitionMap(Mapping[str, str]):
+    """Label -> data file key of a header, decoded on demand.
+
+    Parameters
+    ----------
+    raws
+        Label -> raw bytes of its ``{"files": {table: key}}`` entry.
+    start, stop
+        Where the key sits in every raw entry (``stop`` None: at its end).
+    keys
+        The keys in label order (Arrow strings), already checked.
+    """
+
+    __slots__ = ("_keys", "_raws", "_start", "_stop")
+
+    def __init__(
+        self, raws: dict[str, msgspec.Raw], start: int, stop: int | None, keys: pa.Array
+    ) -> None:
+        self._raws = raws
+        self._start = start
+        self._stop = stop
+        self._keys = keys
+
+    def __getitem__(self, label: str) -> str:
+        raw = self._raws[label]
+        return str(memoryview(raw)[self._start : self._stop], "utf-8")
+
+    def __contains__(self, label: object) -> bool:
+        return label in self._raws
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._raws)
+
+    def __len__(self) -> int:
+        return len(self._raws)
+
+    def values(self) -> _Values:  # type: ignore[override]
+        """The keys, in label order (decoded all at once)."""
+        return _Values(self)
+
+    def items(self) -> _Items:  # type: ignore[override]
+        """``(label, key)`` pairs, in label order (keys decoded all at once)."""
+        return _Items(self)
+
+    def key_list(self) -> list[str]:
+        """Every key, in label order."""
+        return list(self._keys.to_pylist())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(zip(self._raws, self.key_list(), strict=True)),))
+
+    def __repr__(self) -> str:
+        return f"PartitionMap({len(self)} partitions)"
+
+
+class _Values(ValuesView[str]):
+    _mapping: PartitionMap
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._mapping.key_list())
+
+
+class _Items(ItemsView[str, str]):
+    _mapping: PartitionMap
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        m = self._mapping
+        return zip(m, m.key_list(), strict=True)
+
+
+def _str_header(first: bytes, size: int) -> int | None:
+    """The size of the msgpack string header of the ``size``-byte key ending ``first``."""
+    for hs, marker in ((1, None), (2, 0xD9), (3, 0xDA)):
+        at = len(first) - size - hs
+        if at < 0:
+            continue
+        m = first[at]
+        if hs == 1 and size < 32 and m == 0xA0 | size:
+            return hs
+        if hs == 2 and m == marker and first[at + 1] == size:
+            return hs
+        if hs == 3 and m == marker and int.from_bytes(first[at + 1 : at + 3], "big") == size:
+            return hs
+    return None
+
+
+def _layout(first: bytes, fmt: Literal["json", "msgpack"]) -> tuple[bytes, bytes, int] | None:
+    """``(prefix, suffix, msgpack string header size)`` of the first raw entry: the bytes
+    around its key; None if it is not ``{"files": {table: key}}`` with a verbatim key.
+    """
+    try:
+        entry = orjson.loads(first) if fmt == "json" else msgpack.unpackb(first, raw=False)
+    except Exception:
+        return None
+    files = entry.get("files") if type(entry) is dict and len(entry) == 1 else None
+    if type(files) is not dict or len(files) != 1:
+        return None
+    ((table, key),) = files.items()
+    if type(table) is not str or type(key) is not str or not key:
+        return None
+    encoded = key.encode("utf-8")
+    if fmt == "json":
+        at = first.rfind(b'"' + encoded + b'"')
+        if at < 0:
+            return None
+        return first[: at + 1], first[at + 1 + len(encoded) :], 0
+    hs = _str_header(first, len(encoded)) if first.endswith(encoded) else None
+    if hs is None:
+        return None
+    return first[: len(first) - len(encoded) - hs], b"", hs
+
+
+def _msgpack_lengths_ok(
+    blob: bytes, starts: np.ndarray, lens: np.ndarray, at: int, hs: int
+) -> bool:
+    """Every entry's string header (at byte ``at``, ``hs`` bytes) is of the first entry's
+    kind and gives the length of the rest of the entry.
+    """
+    u8 = np.frombuffer(blob, dtype=np.uint8)
+    pos = starts[:-1] + at
+    size = lens - at - hs
+    marker = u8[pos].astype(np.int64)
+    if hs == 1:
+        return bool(((marker & 0xE0) == 0xA0).all() and ((marker & 0x1F) == size).all())
+    if hs == 2:
+        return bool((marker == 0xD9).all() and (u8[pos + 1] == size).all())
+    high, low = u8[pos + 1].astype(np.int64), u8[pos + 2].astype(np.int64)
+    return bool((marker == 0xDA).all() and ((high << 8 | low) == size).all())
+
+
+def _all_equal(column: pa.Array, start: int, stop: int | None, expected: bytes) -> bool:
+    """Whether the bytes ``[start:stop]`` of every entry are ``expected``."""
+    cut = pc.binary_slice(column, start, stop if stop is not None else 1 << 62)
+    return bool(pc.all(pc.equal(cut, pa.scalar(expected, type=pa.large_binary()))).as_py())
+
+
+def columnar_partitions(
+    raws: dict[str, msgspec.Raw], fmt: Literal["json", "msgpack"], dataset_uuid: str
+) -> tuple[PartitionMap, str] | None:
+    """The checked :class:`PartitionMap` of a header's ``partitions`` and its table name;
+    None when any entry does not fit the first one's layout or a key is unsafe (the caller
+    then takes the typed path).
+    """
+    n = len(raws)
+    if n == 0:
+        return None
+    entries = list(raws.values())
+    first = bytes(entries[0])
+    layout = _layout(first, fmt)
+    if layout is None:
+        return None
+    prefix, suffix, hs = layout
+    lens = np.fromiter(map(len, entries), dtype=np.int64, count=n)
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lens, out=starts[1:])
+    blob = b"".join(entries)
+    column = pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), n, [None, pa.py_buffer(starts), pa.py_buffer(blob)]
+    )
+    start = len(prefix) + hs
+    if int(lens.min()) <= start + len(suffix) or not _all_equal(column, 0, len(prefix), prefix):
+        return None
+    if fmt == "json":
+        if not _all_equal(column, -len(suffix), None, suffix):
+            return None
+    elif not _msgpack_lengths_ok(blob, starts, lens, len(prefix), hs):
+        return None
+    stop = -len(suffix) if suffix else None
+    try:
+        # (stop None gives "Negative buffer resize" in pyarrow 26: cut at the longest entry)
+        cut = pc.binary_slice(column, start, stop if stop is not None else int(lens.max()))
+        keys = cut.cast(pa.large_string())
+    except pa.ArrowInvalid:  # not UTF-8
+        return None
+    del column, blob
+    if not _keys_safe(keys, n, dataset_uuid, fmt):
+        return None
+    table = (orjson.loads(first) if fmt == "json" else msgpack.unpackb(first, raw=False))["files"]
+    (table_name,) = table
+    return PartitionMap(raws, start, stop, keys), table_name
+
+
+def _keys_safe(keys: pa.Array, n: int, dataset_uuid: str, fmt: str) -> bool:
+    """The typed path's key rules, over all keys at once (see the module docstring)."""
+    listed = pa.LargeListArray.from_arrays(pa.array([0, n], type=pa.int64()), keys)
+    newline = pa.scalar("\n", type=pa.large_string())
+    joined = bytes(pc.binary_join(listed, newline)[0].as_buffer())  # key\nkey\n...key
+    inside = dataset_uuid.encode() + b"/"
+    if joined.count(b"\n") != n - 1 or not joined.startswith(inside):
+        return False
+    if joined.count(b"\n" + inside) != n - 1:
+        return False
+    if b"\\" in joined or b"\x00" in joined:  # an escape is left to the typed path
+        return False
+    if fmt == "json":  # a quote or a control character: the entry was not one plain string
+        control = int(np.count_nonzero(np.frombuffer(joined, dtype=np.uint8) < 0x20))
+        if b'"' in joined or control != n - 1:  # the n - 1 newlines only
+            return False
+    if joined.endswith((b"/", b"/.", b"/..")):  # the last key (the others end at a newline)
+        return False
+    return not (_ROUGH_SUSPECT.search(joined) and _SUSPECT_KEY.search(joined))

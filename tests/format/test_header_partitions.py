@@ -1,0 +1,159 @@
+"""The column-wise ``partitions`` path of header decoding (format/header_partitions.py).
+
+It must accept exactly the headers the typed and untyped paths accept, give the same
+label -> key map, and take over only when every entry has the first one's layout.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from typing import Any
+
+import msgpack
+import msgspec
+import orjson
+import pytest
+import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kartoframe.errors import KartoframeError
+from kartoframe.format.header import decode_header, metadata_from_dict
+from kartoframe.format.header_partitions import PartitionMap, columnar_partitions
+
+DECODERS = {
+    "json": msgspec.json.Decoder(dict[str, msgspec.Raw]),
+    "msgpack": msgspec.msgpack.Decoder(dict[str, msgspec.Raw]),
+}
+
+
+def _doc(partitions: Any) -> dict[str, Any]:
+    return {
+        "dataset_metadata_version": 4,
+        "dataset_uuid": "ds",
+        "metadata": {"creation_time": "2024-01-01T00:00:00"},
+        "partitions": partitions,
+        "partition_keys": ["p"],
+    }
+
+
+def _encode(doc: Any, fmt: str, plateau_spacing: bool = False) -> bytes:
+    if fmt == "json":
+        return json.dumps(doc).encode() if plateau_spacing else orjson.dumps(doc)
+    return zstandard.ZstdCompressor().compress(msgpack.packb(doc, use_bin_type=True))
+
+
+def _raw_parts(data: bytes, fmt: str) -> dict[str, msgspec.Raw]:
+    if fmt == "msgpack":
+        data = zstandard.ZstdDecompressor().decompress(data)
+    return DECODERS[fmt].decode(DECODERS[fmt].decode(data)["partitions"])
+
+
+def _untyped(data: bytes, fmt: str) -> Any:
+    if fmt == "json":
+        raw = orjson.loads(data)
+    else:
+        raw = msgpack.unpackb(zstandard.ZstdDecompressor().decompress(data), raw=False)
+    return metadata_from_dict(raw, "ds", fmt)  # type: ignore[arg-type]
+
+
+def _outcome(fn: Any) -> tuple[str, Any]:
+    try:
+        h = fn()
+    except KartoframeError as e:
+        return "error", type(e).__name__
+    return "ok", (dict(h.partitions), h.table_name, h.to_dict())
+
+
+@pytest.mark.parametrize("fmt", ["json", "msgpack"])
+@pytest.mark.parametrize("length", [20, 100, 300])  # msgpack: fixstr, str8 and str16 keys
+def test_well_formed_maps_decode_column_wise(fmt: str, length: int) -> None:
+    pad = "x" * max(0, length - 24)
+    parts = {
+        f"p={i}/f{i}": {"files": {"table": f"ds/table/p={i}/{pad}f{i}.parquet"}} for i in range(50)
+    }
+    for plateau_spacing in (False, True):
+        data = _encode(_doc(parts), fmt, plateau_spacing)
+        h = decode_header(data, "ds", fmt)  # type: ignore[arg-type]
+        assert isinstance(h.partitions, PartitionMap)
+        expected = {lb: p["files"]["table"] for lb, p in parts.items()}
+        assert dict(h.partitions) == expected and h.partitions == expected
+        assert list(h.partitions) == list(expected) and len(h.partitions) == 50
+        assert list(h.partitions.values()) == list(expected.values())
+        assert list(h.partitions.items()) == list(expected.items())
+        assert "p=3/f3" in h.partitions and "p=3" not in h.partitions
+        assert h.partitions["p=7/f7"] == expected["p=7/f7"]
+        assert h.to_dict() == _doc(parts)
+        back = pickle.loads(pickle.dumps(h.partitions))
+        assert type(back) is dict and back == expected
+
+
+def test_non_ascii_keys_are_decoded_once_as_utf8() -> None:
+    parts = {"p=é/f": {"files": {"table": "ds/table/p=é/ünïcode-ключ.parquet"}}}
+    h = decode_header(orjson.dumps(_doc(parts)), "ds", "json")
+    assert isinstance(h.partitions, PartitionMap)
+    assert h.partitions["p=é/f"] == "ds/table/p=é/ünïcode-ключ.parquet"
+    # json.dumps escapes them (\u00e9): the escaped entries take the typed path, same result
+    escaped = decode_header(json.dumps(_doc(parts)).encode(), "ds", "json")
+    assert not isinstance(escaped.partitions, PartitionMap)
+    assert dict(escaped.partitions) == dict(h.partitions)
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        {"files": {"other": "ds/other/b.parquet"}},  # another table
+        {"files": {"table": "ds/table/b.parquet"}, "x": 1},  # an extra field
+        {"files": {"table": "ds/table/b.parquet", "t2": "ds/t2/b.parquet"}},  # two tables
+        {"files": {"table": 7}},  # not a string
+        {"files": {"table": "ds/table/a\\b.parquet"}},  # an escape
+        {"files": {"table": "ds/table//b.parquet"}},  # unsafe
+        {"files": {"table": "ds/table/../b.parquet"}},
+        {"files": {"table": "ds/table/b/"}},
+        {"files": {"table": "other/table/b.parquet"}},  # outside the dataset
+        {"files": {"table": "ds/table/a\nb.parquet"}},
+        {"files": {"table": "ds/table/a\tb.parquet"}},  # JSON: an unescaped control character
+    ],
+)
+@pytest.mark.parametrize("fmt", ["json", "msgpack"])
+def test_an_odd_entry_hands_the_map_to_the_checked_paths(fmt: str, odd: dict[str, Any]) -> None:
+    parts = {
+        "a": {"files": {"table": "ds/table/a.parquet"}},
+        "b": odd,
+        "c": {"files": {"table": "ds/table/c.parquet"}},
+    }
+    data = _encode(_doc(parts), fmt)
+    found = columnar_partitions(_raw_parts(data, fmt), fmt, "ds")  # type: ignore[arg-type]
+    msgpack_tab = fmt == "msgpack" and "\t" in str(odd["files"].get("table"))
+    assert (found is not None) == msgpack_tab  # a tab is a legal msgpack string character
+    assert _outcome(lambda: decode_header(data, "ds", fmt)) == _outcome(  # type: ignore[arg-type]
+        lambda: _untyped(data, fmt)
+    )
+
+
+SEGMENT = st.one_of(
+    st.sampled_from(["table", "p=1", "p=%2F", ".hidden", "..x", ".", "..", "", "a\\b", "\x00"]),
+    st.text(min_size=1, max_size=40),
+)
+KEY = st.one_of(
+    st.lists(SEGMENT, min_size=1, max_size=5).map(lambda c: "ds/" + "/".join(c)),
+    st.sampled_from(["ds/" + "y" * 300, "ds/" + "z" * 40, "other/x", "ds"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    keys=st.lists(KEY, min_size=1, max_size=6),
+    table=st.sampled_from(["table", "core", "tä ble"]),
+    fmt=st.sampled_from(["json", "msgpack"]),
+    plateau_spacing=st.booleans(),
+)
+def test_column_wise_and_untyped_paths_agree(
+    keys: list[str], table: str, fmt: str, plateau_spacing: bool
+) -> None:
+    parts = {f"l{i}": {"files": {table: k}} for i, k in enumerate(keys)}
+    data = _encode(_doc(parts), fmt, plateau_spacing)
+    assert _outcome(lambda: decode_header(data, "ds", fmt)) == _outcome(  # type: ignore[arg-type]
+        lambda: _untyped(data, fmt)
+    )
