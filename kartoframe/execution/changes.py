@@ -20,6 +20,7 @@ from kartoframe.errors import (
 )
 from kartoframe.execution.kernel import read_file_parts, read_whole_files
 from kartoframe.format import changes
+from kartoframe.format.header_partitions import partitions_dict
 from kartoframe.plan.arguments import check_int
 from kartoframe.plan.changes import ChangePlan, ChangeTask, plan_changes
 from kartoframe.plan.predicates import to_expression
@@ -145,7 +146,7 @@ def _partitions_before(store: Store, uuid: str, start: int) -> dict[str, str]:
                 version -= 1
                 continue
             raise _unavailable(uuid, start, _oldest_readable(store, uuid)) from e
-        return dict(state.header.partitions) if state.header is not None else {}
+        return partitions_dict(state.header.partitions) if state.header is not None else {}
     return {}
 
 

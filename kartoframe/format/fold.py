@@ -23,6 +23,7 @@ import pyarrow as pa
 from kartoframe.errors import CommitConflictError, InvalidInputError
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, kartoframe_section, with_kartoframe_section
+from kartoframe.format.header_partitions import partitions_dict
 from kartoframe.format.naming import MetadataFormat
 from kartoframe.format.optimized import with_optimized
 from kartoframe.format.schema import SchemaChange
@@ -157,7 +158,7 @@ def fold(base: LoadedDataset | None, changes: Iterable[Change], *, now: str) -> 
     """
     bmd = base.metadata if base is not None else None
     header = bmd.replace(embedded_indices={}) if bmd is not None else None
-    partitions: dict[str, str] = dict(bmd.partitions) if bmd is not None else {}
+    partitions: dict[str, str] = partitions_dict(bmd.partitions) if bmd is not None else {}
     user_meta: dict[str, Any] = dict(bmd.metadata) if bmd is not None else {}
     if "creation_time" not in user_meta:
         user_meta = {"creation_time": now, **user_meta}

@@ -33,7 +33,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["PartitionMap", "columnar_partitions"]
+__all__ = ["PartitionMap", "columnar_partitions", "partitions_dict"]
 
 #: Key patterns that send a header to the checked path (see ``header._SUSPECT_KEY``).
 _ROUGH_SUSPECT = re.compile(rb"/[/.\n]")
@@ -53,7 +53,7 @@ class PartitionMap(Mapping[str, str]):
         The keys in label order (Arrow strings), already checked.
     """
 
-    __slots__ = ("_keys", "_raws", "_start", "_stop")
+    __slots__ = ("_dict", "_keys", "_raws", "_start", "_stop")
 
     def __init__(
         self, raws: dict[str, msgspec.Raw], start: int, stop: int | None, keys: pa.Array
@@ -62,10 +62,21 @@ class PartitionMap(Mapping[str, str]):
         self._start = start
         self._stop = stop
         self._keys = keys
+        self._dict: dict[str, str] | None = None
 
     def __getitem__(self, label: str) -> str:
+        if self._dict is not None:
+            return self._dict[label]
         raw = self._raws[label]
         return str(memoryview(raw)[self._start : self._stop], "utf-8")
+
+    def to_dict(self) -> dict[str, str]:
+        """A new ``dict`` of the map (the whole map is decoded once, then copied: ``dict()``
+        of a mapping that is not a ``dict`` would look every key up on its own).
+        """
+        if self._dict is None:
+            self._dict = dict(zip(self._raws, self.key_list(), strict=True))
+        return self._dict.copy()
 
     def __contains__(self, label: object) -> bool:
         return label in self._raws
@@ -86,10 +97,12 @@ class PartitionMap(Mapping[str, str]):
 
     def key_list(self) -> list[str]:
         """Every key, in label order."""
+        if self._dict is not None:
+            return list(self._dict.values())
         return list(self._keys.to_pylist())
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (dict, (dict(zip(self._raws, self.key_list(), strict=True)),))
+        return (dict, (self.to_dict(),))
 
     def __repr__(self) -> str:
         return f"PartitionMap({len(self)} partitions)"
@@ -108,6 +121,13 @@ class _Items(ItemsView[str, str]):
     def __iter__(self) -> Iterator[tuple[str, str]]:
         m = self._mapping
         return zip(m, m.key_list(), strict=True)
+
+
+def partitions_dict(partitions: Mapping[str, str]) -> dict[str, str]:
+    """A new ``dict`` of a header's partitions (fast for a :class:`PartitionMap`)."""
+    if isinstance(partitions, PartitionMap):
+        return partitions.to_dict()
+    return dict(partitions)
 
 
 def _str_header(first: bytes, size: int) -> int | None:

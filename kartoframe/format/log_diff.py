@@ -14,6 +14,7 @@ from typing import Any
 from kartoframe.errors import CorruptMetadataError, UnsupportedVersionError
 from kartoframe.format import naming
 from kartoframe.format.header import DatasetHeader, metadata_from_dict
+from kartoframe.format.header_partitions import partitions_dict
 from kartoframe.format.header_stamp import header_digest
 from kartoframe.format.txlog import LogEntry
 
@@ -50,7 +51,9 @@ def make_entry(
     overwrite, a reordering, an implicit previous header) it is a reset.
     """
     prev_parts: dict[str, str] = (
-        dict(previous.partitions) if previous is not None and previous.explicit_partitions else {}
+        partitions_dict(previous.partitions)
+        if previous is not None and previous.explicit_partitions
+        else {}
     )
     fresh: tuple[str, ...] | None = None
     if header is None:  # deleted: every partition of the previous version goes
@@ -58,7 +61,7 @@ def make_entry(
         fmt: naming.MetadataFormat = previous.storage_format if previous is not None else "json"
         doc, explicit, sha, schema = None, True, None, None
     else:
-        new_parts = dict(header.partitions) if header.explicit_partitions else {}
+        new_parts = partitions_dict(header.partitions) if header.explicit_partitions else {}
         removed = [lb for lb, k in prev_parts.items() if new_parts.get(lb) != k]
         added = [(lb, k) for lb, k in new_parts.items() if prev_parts.get(lb) != k]
         reset = force_reset or previous is None or not previous.explicit_partitions
@@ -147,7 +150,7 @@ def apply_entry(
             raise CorruptMetadataError(
                 f"Corrupt {where}: it changes version {entry.version - 1}, which does not exist."
             )
-        parts = dict(previous.partitions) if previous.explicit_partitions else {}
+        parts = partitions_dict(previous.partitions) if previous.explicit_partitions else {}
         for lb in entry.remove:
             parts.pop(lb, None)
     parts.update(entry.add)

@@ -12,6 +12,7 @@ import pyarrow as pa
 from kartoframe.errors import InvalidInputError
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader
+from kartoframe.format.header_partitions import partitions_dict
 from kartoframe.front.args import StoreInput, ensure_store
 from kartoframe.front.docs import fill
 from kartoframe.plan.arguments import check_uuid
@@ -59,7 +60,7 @@ class DatasetMetadata:
     @property
     def partitions(self) -> dict[str, str]:
         """Partition label -> data file key (commit order)."""
-        return dict(self._loaded.metadata.partitions)
+        return partitions_dict(self._loaded.metadata.partitions)
 
     @property
     def partition_keys(self) -> list[str]:

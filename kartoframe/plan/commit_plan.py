@@ -31,6 +31,7 @@ from kartoframe.format.fold import (
     SetStatistics,
 )
 from kartoframe.format.header import kartoframe_section
+from kartoframe.format.header_partitions import partitions_dict
 from kartoframe.format.index_group import (
     GroupedIndex,
     IndexSource,
@@ -185,7 +186,7 @@ def plan_commit(
                 f"Cannot create secondary index on partition columns: [{col!r}]."
             )
     new_parts = tuple(p for c in chunks for p in c.partitions)
-    old_parts = dict(bmd.partitions) if bmd else {}
+    old_parts = partitions_dict(bmd.partitions) if bmd else {}
     removed = frozenset(lb for lb in shape.remove_labels if lb in old_parts)
     partitions = {lb: k for lb, k in old_parts.items() if lb not in removed}
     for p in new_parts:

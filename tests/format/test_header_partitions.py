@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from kartoframe.errors import KartoframeError
 from kartoframe.format.header import decode_header, metadata_from_dict
-from kartoframe.format.header_partitions import PartitionMap, columnar_partitions
+from kartoframe.format.header_partitions import PartitionMap, columnar_partitions, partitions_dict
 
 DECODERS = {
     "json": msgspec.json.Decoder(dict[str, msgspec.Raw]),
@@ -157,3 +157,19 @@ def test_column_wise_and_untyped_paths_agree(
     assert _outcome(lambda: decode_header(data, "ds", fmt)) == _outcome(  # type: ignore[arg-type]
         lambda: _untyped(data, fmt)
     )
+
+
+def test_whole_map_copies_are_dicts_of_their_own() -> None:
+    parts = {f"p={i}/f": {"files": {"table": f"ds/table/p={i}/f.parquet"}} for i in range(20)}
+    h = decode_header(orjson.dumps(_doc(parts)), "ds", "json")
+    pm = h.partitions
+    assert isinstance(pm, PartitionMap)
+    expected = {lb: p["files"]["table"] for lb, p in parts.items()}
+    first = partitions_dict(pm)
+    assert type(first) is dict and first == expected
+    first["p=0/f"] = "changed"
+    del first["p=1/f"]
+    second = partitions_dict(pm)  # from the cached decode, unchanged by the first copy
+    assert second == expected and second is not first
+    assert pm["p=1/f"] == expected["p=1/f"] and list(pm.values()) == list(expected.values())
+    assert partitions_dict({"a": "b"}) == {"a": "b"}
