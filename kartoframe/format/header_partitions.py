@@ -40,6 +40,11 @@ _ROUGH_SUSPECT = re.compile(rb"/[/.\n]")
 _SUSPECT_KEY = re.compile(rb"/(?:/|\n|\.\.?(?:/|\n))")
 
 
+#: Keys a :class:`PartitionMap` decodes one by one before it decodes all of them into a
+#: ``dict`` (a read that keeps many partitions looks each of them up).
+LOOKUPS_BEFORE_DICT = 1024
+
+
 class PartitionMap(Mapping[str, str]):
     """Label -> data file key of a header, decoded on demand.
 
@@ -53,7 +58,7 @@ class PartitionMap(Mapping[str, str]):
         The keys in label order (Arrow strings), already checked.
     """
 
-    __slots__ = ("_dict", "_keys", "_raws", "_start", "_stop")
+    __slots__ = ("_dict", "_keys", "_lookups", "_raws", "_start", "_stop")
 
     def __init__(
         self, raws: dict[str, msgspec.Raw], start: int, stop: int | None, keys: pa.Array
@@ -63,9 +68,14 @@ class PartitionMap(Mapping[str, str]):
         self._stop = stop
         self._keys = keys
         self._dict: dict[str, str] | None = None
+        self._lookups = 0
 
     def __getitem__(self, label: str) -> str:
         if self._dict is not None:
+            return self._dict[label]
+        self._lookups += 1
+        if self._lookups > LOOKUPS_BEFORE_DICT:  # a read of many partitions: decode them all
+            self._dict = dict(zip(self._raws, self.key_list(), strict=True))
             return self._dict[label]
         raw = self._raws[label]
         return str(memoryview(raw)[self._start : self._stop], "utf-8")

@@ -173,3 +173,17 @@ def test_whole_map_copies_are_dicts_of_their_own() -> None:
     assert second == expected and second is not first
     assert pm["p=1/f"] == expected["p=1/f"] and list(pm.values()) == list(expected.values())
     assert partitions_dict({"a": "b"}) == {"a": "b"}
+
+
+def test_many_lookups_decode_the_map_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kartoframe.format import header_partitions
+
+    monkeypatch.setattr(header_partitions, "LOOKUPS_BEFORE_DICT", 3)
+    parts = {f"p={i}/f": {"files": {"table": f"ds/table/p={i}/f.parquet"}} for i in range(10)}
+    pm = decode_header(orjson.dumps(_doc(parts)), "ds", "json").partitions
+    assert isinstance(pm, PartitionMap)
+    got = [pm[lb] for lb in reversed(list(parts))]  # one by one, then from one decode
+    assert got == [p["files"]["table"] for p in reversed(list(parts.values()))]
+    assert pm._dict is not None and len(pm._dict) == 10
+    with pytest.raises(KeyError):
+        pm["missing"]
