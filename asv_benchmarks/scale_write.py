@@ -222,18 +222,47 @@ def cluster_worker(system: str, size: int, data_dir: Path) -> dict[str, Any]:
             _write_ddf(system, lazy_sales_frame(size), tmp / "timed", None)
             seconds = time.perf_counter() - t0
             peaks = client.run(_status, "VmHWM")
-            written = sum(f.stat().st_size for f in (tmp / "timed").rglob("*") if f.is_file())
+            written = _bytes_under(tmp / "timed")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+    over = [peaks[w] - after_imports[w] for w in peaks]
+    return _report(
+        system,
+        seconds,
+        input_bytes,
+        growth=max(peaks[w] - base[w] for w in peaks),
+        over_imports=max(over),
+        reset=True,
+        written=written,
+        worker_peaks_over_imports=sorted(over),
+    )
+
+
+def _bytes_under(root: Path) -> int:
+    return sum(f.stat().st_size for f in root.rglob("*") if f.is_file())
+
+
+def _report(
+    system: str,
+    seconds: float,
+    input_bytes: int,
+    *,
+    growth: int,
+    over_imports: int,
+    reset: bool,
+    written: int,
+    **extra: Any,
+) -> dict[str, Any]:
+    """One write's figures, as the workers report them."""
     return {
         "system": system,
         "seconds": seconds,
         "input_bytes": input_bytes,
-        "rss_growth": max(peaks[w] - base[w] for w in peaks),
-        "peak_over_imports": max(peaks[w] - after_imports[w] for w in peaks),
-        "worker_peaks_over_imports": sorted(peaks[w] - after_imports[w] for w in peaks),
-        "hwm_reset": True,
+        "rss_growth": growth,
+        "peak_over_imports": over_imports,
+        "hwm_reset": reset,
         "written_bytes": written,
+        **extra,
     }
 
 
@@ -289,18 +318,18 @@ def worker(
         write(df, tmp / "timed")
         seconds = time.perf_counter() - t0
         peak = systems.proc_status("VmHWM")
-        written = sum(f.stat().st_size for f in (tmp / "timed").rglob("*") if f.is_file())
+        written = _bytes_under(tmp / "timed")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {
-        "system": system,
-        "seconds": seconds,
-        "input_bytes": input_bytes,
-        "rss_growth": peak - base,
-        "peak_over_imports": peak - before_input,
-        "hwm_reset": reset,
-        "written_bytes": written,
-    }
+    return _report(
+        system,
+        seconds,
+        input_bytes,
+        growth=peak - base,
+        over_imports=peak - before_input,
+        reset=reset,
+        written=written,
+    )
 
 
 def _give_back() -> None:

@@ -17,9 +17,9 @@ import pytest
 import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_header_decode_paths import _outcome, _untyped  # the untyped path, an outcome
 
-from kartoframe.errors import KartoframeError
-from kartoframe.format.header import decode_header, metadata_from_dict
+from kartoframe.format.header import decode_header
 from kartoframe.format.header_partitions import PartitionMap, columnar_partitions, partitions_dict
 
 DECODERS = {
@@ -48,22 +48,6 @@ def _raw_parts(data: bytes, fmt: str) -> dict[str, msgspec.Raw]:
     if fmt == "msgpack":
         data = zstandard.ZstdDecompressor().decompress(data)
     return DECODERS[fmt].decode(DECODERS[fmt].decode(data)["partitions"])
-
-
-def _untyped(data: bytes, fmt: str) -> Any:
-    if fmt == "json":
-        raw = orjson.loads(data)
-    else:
-        raw = msgpack.unpackb(zstandard.ZstdDecompressor().decompress(data), raw=False)
-    return metadata_from_dict(raw, "ds", fmt)  # type: ignore[arg-type]
-
-
-def _outcome(fn: Any) -> tuple[str, Any]:
-    try:
-        h = fn()
-    except KartoframeError as e:
-        return "error", type(e).__name__
-    return "ok", (dict(h.partitions), h.table_name, h.to_dict())
 
 
 @pytest.mark.parametrize("fmt", ["json", "msgpack"])
