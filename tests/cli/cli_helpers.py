@@ -13,10 +13,13 @@ invocations run in parallel through :func:`run_many`.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import pathlib
 import queue
+import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +35,8 @@ import kartoframe as kf
 
 BIN = pathlib.Path(sys.executable).with_name("kartoframe")
 ZYGOTE = pathlib.Path(__file__).with_name("cli_zygote.py")
+#: Seconds an invocation may take (the console script's runs have the same limit).
+TIMEOUT = 120
 
 #: Column types the --where parsing tests read literals with (in this order).
 WHERE_TYPES = {
@@ -78,6 +83,7 @@ class Zygote:
             stdout=subprocess.PIPE,
             env=cli_env(),
             text=True,
+            start_new_session=True,  # one process group with its forks: killed together
         )
         self.tmp = tempfile.TemporaryDirectory(prefix="kf-cli-")
 
@@ -88,6 +94,11 @@ class Zygote:
         req = {"args": list(args), "env": env, "cwd": cwd, "stdout": out, "stderr": err}
         self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
+        ready, _, _ = select.select([self.proc.stdout], [], [], TIMEOUT)
+        if not ready:  # as subprocess.run(timeout=...) would: the invocation is killed
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            raise subprocess.TimeoutExpired(["kartoframe", *args], TIMEOUT)
         line = self.proc.stdout.readline()
         assert line, f"the CLI zygote died (exit code {self.proc.poll()})"
         answer = json.loads(line)
@@ -98,7 +109,8 @@ class Zygote:
 
     def close(self) -> None:
         if self.proc.stdin is not None:
-            self.proc.stdin.close()
+            with contextlib.suppress(OSError):  # a zygote killed on a timeout
+                self.proc.stdin.close()
         self.proc.wait(timeout=30)
         self.tmp.cleanup()
 
@@ -133,7 +145,7 @@ def run_script(
         env=cli_env(env),
         cwd=cwd,
         stdin=stdin,
-        timeout=120,
+        timeout=TIMEOUT,
     )
     return Result(list(args), proc.returncode, proc.stdout, proc.stderr)
 

@@ -11,7 +11,11 @@ from __future__ import annotations
 
 import os
 import pathlib
+import signal
+import subprocess
 
+import cli_helpers
+import pytest
 from cli_helpers import Zygote, cli_env, run, run_script
 
 from kartoframe.cli._common import ENV_STORAGE_OPTIONS
@@ -69,3 +73,19 @@ def test_the_zygote_forks_and_survives_failed_invocations(shared_store: pathlib.
     finally:
         zygote.close()
     assert zygote.proc.returncode == 0
+
+
+def test_an_invocation_over_the_time_limit_is_killed(
+    shared_store: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    zygote = Zygote()
+    try:
+        assert zygote.run(["--help"], cli_env(), str(shared_store)) is not None  # imported
+        monkeypatch.setattr(cli_helpers, "TIMEOUT", 0.001)
+        with pytest.raises(subprocess.TimeoutExpired):
+            zygote.run([str(shared_store), "query", "sales"], cli_env(), str(shared_store))
+        assert zygote.proc.returncode == -signal.SIGKILL  # the zygote and its fork are gone
+    finally:
+        zygote.close()
+    monkeypatch.undo()
+    assert run(str(shared_store), "ls").returncode == 0  # the next invocation gets a new one
