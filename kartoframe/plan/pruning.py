@@ -202,9 +202,23 @@ def prune(
                 continue
             cand &= index_labels(index, evaluate_mask(lit, index))
         keep_all |= cand
-    kept = [lb for lb in labels if lb in keep_all]
-    after_keys = sum(1 for lb in labels if lb in keep_keys)
+    # (set sizes first: a million labels pruned to none or all cost no pass over them)
+    kept = _in_order(labels, keep_all, n)
+    after_keys = (
+        len(keep_keys) if len(keep_keys) in (0, n) else sum(map(keep_keys.__contains__, labels))
+    )
     return kept, PruneStats(n, after_keys, len(kept))
+
+
+def _in_order(labels: Sequence[str], keep: set[str], n: int) -> list[str]:
+    """The labels in ``keep`` (a subset of the ``n`` ``labels``), in ``labels`` order: all of
+    them when ``keep`` is as large as ``labels`` (then no label repeats).
+    """
+    if not keep:
+        return []
+    if len(keep) == n:
+        return list(labels)
+    return [lb for lb in labels if lb in keep]
 
 
 def evaluate_mask(lit: Literal, table: pa.Table) -> pa.ChunkedArray:
