@@ -171,3 +171,25 @@ def test_many_lookups_decode_the_map_once(monkeypatch: pytest.MonkeyPatch) -> No
     assert pm._dict is not None and len(pm._dict) == 10
     with pytest.raises(KeyError):
         pm["missing"]
+
+
+def test_threads_looking_keys_up_at_once_all_get_the_right_keys() -> None:
+    """A header is shared by the threads of a read: the first thousand lookups decode one
+    key each, the next one decodes the whole map; threads crossing that point together
+    must all see the right keys."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    parts = {f"p={i}/f": {"files": {"table": f"ds/table/p={i}/f.parquet"}} for i in range(5000)}
+    expected = {lb: p["files"]["table"] for lb, p in parts.items()}
+    for _ in range(3):
+        pm = decode_header(orjson.dumps(_doc(parts)), "ds", "json").partitions
+        assert isinstance(pm, PartitionMap)
+        labels = list(expected)
+
+        def look(offset: int, pm: PartitionMap = pm, labels: list[str] = labels) -> list[str]:
+            return [pm[labels[(i + offset) % len(labels)]] for i in range(len(labels))]
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(look, range(0, 8 * 613, 613)))
+        for offset, got in zip(range(0, 8 * 613, 613), results, strict=True):
+            assert got == [expected[labels[(i + offset) % len(labels)]] for i in range(5000)]
