@@ -11,6 +11,7 @@ import dataclasses
 import gc
 import operator
 import re
+import uuid as uuid_mod
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +21,7 @@ import orjson
 import zstandard
 
 from kartoframe.errors import CorruptMetadataError, UnsupportedVersionError
-from kartoframe.format.header_partitions import columnar_partitions
+from kartoframe.format.header_partitions import columnar_partitions, json_partitions
 from kartoframe.format.naming import (
     MetadataFormat,
     check_key_inside,
@@ -473,13 +474,44 @@ def _decode(
     )
 
 
+_JSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+
+
 def encode_header(meta: DatasetHeader) -> bytes:
-    """Encode a header in its ``storage_format``."""
+    """Encode a header in its ``storage_format``.
+
+    A JSON header of many partitions gets its ``partitions`` map built column-wise
+    (:func:`kartoframe.format.header_partitions.json_partitions`) and spliced in: the
+    same bytes as encoding the nested dicts, without a million of them.
+    """
+    if meta.storage_format == "json" and meta.explicit_partitions and meta.partitions:
+        spliced = _json_spliced(meta)
+        if spliced is not None:
+            return spliced
     doc = meta.to_dict()
     if meta.storage_format == "json":
-        return orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY)
+        return orjson.dumps(doc, option=_JSON_OPTIONS)
     packed = msgpack.packb(doc, use_bin_type=True)
     return zstandard.ZstdCompressor(write_content_size=True).compress(packed)
+
+
+def _json_spliced(meta: DatasetHeader) -> bytes | None:
+    """:func:`encode_header`'s JSON with the partitions map encoded column-wise, or None."""
+    body = json_partitions(meta.partitions, meta.table_name)
+    if body is None:
+        return None
+    token = "kartoframe-partitions-" + uuid_mod.uuid4().hex
+    doc: dict[str, Any] = {}
+    for k, v in meta.to_dict(partitions=False).items():
+        if k == "partition_keys":
+            doc["partitions"] = token  # where to_dict puts the map
+        doc[k] = v
+    placeholder = b'"partitions":"' + token.encode() + b'"'
+    data = orjson.dumps(doc, option=_JSON_OPTIONS)
+    if data.count(placeholder) != 1:
+        return None
+    at = data.index(placeholder)
+    return b"".join((data[:at], b'"partitions":{', body, b"}", data[at + len(placeholder) :]))
 
 
 def kartoframe_section(header: DatasetHeader) -> dict[str, Any]:

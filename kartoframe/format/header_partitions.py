@@ -33,7 +33,12 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["PartitionMap", "columnar_partitions", "partitions_dict"]
+__all__ = [
+    "PartitionMap",
+    "columnar_partitions",
+    "json_partitions",
+    "partitions_dict",
+]
 
 #: Key patterns that send a header to the checked path (see ``header._SUSPECT_KEY``).
 _ROUGH_SUSPECT = re.compile(rb"/[/.\n]")
@@ -271,3 +276,47 @@ def _keys_safe(keys: pa.Array, n: int, dataset_uuid: str, fmt: str) -> bool:
     if joined.endswith((b"/", b"/.", b"/..")):  # the last key (the others end at a newline)
         return False
     return not (_ROUGH_SUSPECT.search(joined) and _SUSPECT_KEY.search(joined))
+
+
+#: Partitions from which :func:`json_partitions` encodes a map column-wise (below it the
+#: nested dicts cost less than the Arrow set-up).
+JSON_COLUMNAR_MIN = 2048
+
+
+def json_partitions(partitions: Mapping[str, str], table: str) -> bytes | None:
+    """The JSON of ``{label: {"files": {table: key}}}`` exactly as ``orjson`` writes it,
+    without its braces, built column-wise (no nested dict per partition).
+
+    None if a label, a key or the table holds a character ``orjson`` escapes (a quote, a
+    backslash, a control character) or the map is small: the caller then encodes the
+    dicts.
+    """
+    n = len(partitions)
+    if n < JSON_COLUMNAR_MIN or _JSON_ESCAPED.search(table.encode("utf-8")):
+        return None
+    if isinstance(partitions, PartitionMap):
+        labels = pa.array(list(partitions), type=pa.large_string())
+        keys = pa.array(partitions.key_list(), type=pa.large_string())
+    else:
+        labels = pa.array(list(partitions.keys()), type=pa.large_string())
+        keys = pa.array(list(partitions.values()), type=pa.large_string())
+    middle = '":{"files":{"' + table + '":"'
+
+    def text(value: str) -> pa.Scalar:
+        return pa.scalar(value, type=pa.large_string())
+
+    entries = pc.binary_join_element_wise(
+        text('"'), labels, text(middle), keys, text('"}}'), text("")
+    )
+    listed = pa.LargeListArray.from_arrays(pa.array([0, n], type=pa.int64()), entries)
+    comma = pa.scalar(",", type=pa.large_string())
+    body = bytes(pc.binary_join(listed, comma)[0].as_buffer())
+    if b"\\" in body or np.frombuffer(body, dtype=np.uint8).min() < 0x20:
+        return None
+    # every quote is one of the template's: a label or key holding one would add more
+    if body.count(b'"') != (2 + middle.count('"')) * n:
+        return None
+    return body
+
+
+_JSON_ESCAPED = re.compile(rb'["\\\x00-\x1f]')

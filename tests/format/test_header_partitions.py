@@ -19,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_header_decode_paths import _outcome, _untyped  # the untyped path, an outcome
 
+from kartoframe.errors import KartoframeError
 from kartoframe.format.header import decode_header
 from kartoframe.format.header_partitions import PartitionMap, columnar_partitions, partitions_dict
 
@@ -193,3 +194,64 @@ def test_threads_looking_keys_up_at_once_all_get_the_right_keys() -> None:
             results = list(pool.map(look, range(0, 8 * 613, 613)))
         for offset, got in zip(range(0, 8 * 613, 613), results, strict=True):
             assert got == [expected[labels[(i + offset) % len(labels)]] for i in range(5000)]
+
+
+TEXT = st.one_of(
+    st.text(min_size=1, max_size=12),
+    st.sampled_from(['a"b', "a\\b", "a\nb", "é/ключ", "p=1/f", "\x1f", "x" * 40]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    labels=st.lists(TEXT, min_size=1, max_size=8, unique=True),
+    keys=st.lists(TEXT, min_size=8, max_size=8),
+    table=st.sampled_from(["table", "core", 'ta"ble', "tä ble"]),
+    as_map=st.booleans(),
+)
+def test_column_wise_json_encoding_is_orjsons(
+    labels: list[str], keys: list[str], table: str, as_map: bool
+) -> None:
+    """encode_header splices a column-wise partitions map into the header: the bytes must
+    be exactly those of orjson encoding the nested dicts, whatever the labels and keys."""
+    from kartoframe.format import header as header_mod
+    from kartoframe.format import header_partitions
+
+    mapping = {lb: f"ds/{table}/{k}" for lb, k in zip(labels, keys, strict=False)}
+    header = header_mod.DatasetHeader(
+        uuid="ds",
+        partitions=mapping,
+        table_name=table,
+        partition_keys=("p",),
+        metadata={"creation_time": "2024-01-01", "note": '"partitions":"x"'},
+        extra={"zz": 1},
+    )
+    if as_map:  # the same header decoded column-wise, when it is valid and its keys allow it
+        try:
+            decoded = decode_header(
+                orjson.dumps(header.to_dict(), option=header_mod._JSON_OPTIONS), "ds", "json"
+            )
+        except KartoframeError:
+            decoded = header
+        header = decoded if isinstance(decoded.partitions, PartitionMap) else header
+    expected = orjson.dumps(header.to_dict(), option=header_mod._JSON_OPTIONS)
+    old = header_partitions.JSON_COLUMNAR_MIN
+    header_partitions.JSON_COLUMNAR_MIN = 1
+    try:
+        assert header_mod.encode_header(header) == expected
+    finally:
+        header_partitions.JSON_COLUMNAR_MIN = old
+
+
+def test_a_large_json_header_is_encoded_column_wise() -> None:
+    from kartoframe.format import header as header_mod
+    from kartoframe.format.header_partitions import JSON_COLUMNAR_MIN, json_partitions
+
+    n = JSON_COLUMNAR_MIN
+    parts = {f"p={i}/f": {"files": {"table": f"ds/table/p={i}/f.parquet"}} for i in range(n)}
+    data = orjson.dumps(_doc(parts))
+    h = decode_header(data, "ds", "json")
+    assert json_partitions(h.partitions, "table") is not None  # the column-wise path ran
+    assert header_mod.encode_header(h) == data
+    small = dict(list(partitions_dict(h.partitions).items())[: n - 1])
+    assert json_partitions(small, "table") is None
