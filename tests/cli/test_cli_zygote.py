@@ -13,32 +13,36 @@ import os
 import pathlib
 import signal
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import cli_helpers
 import pytest
-from cli_helpers import Zygote, cli_env, run, run_script
+from cli_helpers import Zygote, cli_env, run, run_many, run_script
 
 from kartoframe.cli._common import ENV_STORAGE_OPTIONS
 
 
-def _same(args: list[str], **kwargs) -> None:
-    forked, script = run(*args, **kwargs), run_script(*args, **kwargs)
-    assert (forked.returncode, forked.stdout, forked.stderr) == (
-        script.returncode,
-        script.stdout,
-        script.stderr,
-    ), f"forked: {forked}\nscript: {script}"
-
-
 def test_forked_invocations_print_and_exit_as_the_script(shared_store: pathlib.Path) -> None:
     s = str(shared_store)
-    _same([s, "ls", "--json"])
-    _same([s, "info", "sales"])
-    _same([s, "query", "sales", "--where", "country == DE", "--format", "csv"])
-    _same([s, "info", "nope", "--json"])  # not found: exit 3, a JSON error on stderr
-    _same([s, "query", "sales", "--where", "country ==="])  # bad input: exit 2
-    _same(["--help"])
-    _same(["/nonexistent-store-kf", "ls"])
+    calls = [
+        [s, "ls", "--json"],
+        [s, "info", "sales"],
+        [s, "query", "sales", "--where", "country == DE", "--format", "csv"],
+        [s, "info", "nope", "--json"],  # not found: exit 3, a JSON error on stderr
+        [s, "query", "sales", "--where", "country ==="],  # bad input: exit 2
+        ["--help"],
+        ["/nonexistent-store-kf", "ls"],
+    ]
+    with ThreadPoolExecutor(max_workers=4) as pool:  # independent, read-only invocations
+        scripts = list(pool.map(lambda args: run_script(*args), calls))
+    forked = run_many(calls)
+    for args, f, script in zip(calls, forked, scripts, strict=True):
+        assert (f.returncode, f.stdout, f.stderr) == (
+            script.returncode,
+            script.stdout,
+            script.stderr,
+        ), f"{args}\nforked: {f}\nscript: {script}"
+    assert [f.returncode for f in forked] == [0, 0, 0, 3, 2, 0, 3]
 
 
 def test_each_invocation_has_its_own_environment_and_folder(
