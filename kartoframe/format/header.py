@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import gc
 import operator
-import re
 import uuid as uuid_mod
 from collections.abc import Mapping
 from typing import Any
@@ -21,7 +20,11 @@ import orjson
 import zstandard
 
 from kartoframe.errors import CorruptMetadataError, UnsupportedVersionError
-from kartoframe.format.header_partitions import columnar_partitions, json_partitions
+from kartoframe.format.header_partitions import (
+    columnar_partitions,
+    joined_keys_safe,
+    json_partitions,
+)
 from kartoframe.format.naming import (
     MetadataFormat,
     check_key_inside,
@@ -297,14 +300,6 @@ def metadata_from_dict(
     )
 
 
-#: Key patterns the fast path hands to the checked slow path: "//", an empty last
-#: component ("/" before the separator), "." and ".." components. A pattern that starts
-#: with the literal "/" is searched fast; the exact one runs only if the rough one hits
-#: (a component like ".hidden" is legal).
-_ROUGH_SUSPECT = re.compile(r"/[/.\n]")
-_SUSPECT_KEY = re.compile(r"/(?:/|\n|\.\.?(?:/|\n))")
-
-
 def _partitions_from_dicts(
     raw_parts: dict[Any, Any], dataset_uuid: str
 ) -> tuple[dict[str, str], str] | None:
@@ -336,16 +331,10 @@ def _partition_keys(
     (table,) = files[0]
     try:
         keys = list(map(operator.itemgetter(table), files))
-        joined = "\n" + "\n".join(keys) + "\n"  # TypeError: a key is not a string
-    except (KeyError, TypeError):
+        joined = "\n".join(keys).encode("utf-8")  # TypeError: a key is not a string
+    except (KeyError, TypeError, UnicodeEncodeError):
         return None
-    # every key starts with "<uuid>/" (a key holding a newline falls back: count differs)
-    prefix = "\n" + dataset_uuid + "/"
-    if joined.count("\n") != len(keys) + 1 or joined.count(prefix) != len(keys):
-        return None
-    if "\\" in joined or "\x00" in joined:
-        return None
-    if _ROUGH_SUSPECT.search(joined) and _SUSPECT_KEY.search(joined):
+    if not joined_keys_safe(joined, len(keys), dataset_uuid):
         return None
     return dict(zip(labels, keys)), table
 

@@ -36,13 +36,18 @@ import pyarrow.compute as pc
 __all__ = [
     "PartitionMap",
     "columnar_partitions",
+    "joined_keys_safe",
     "json_partitions",
     "partitions_dict",
 ]
 
-#: Key patterns that send a header to the checked path (see ``header._SUSPECT_KEY``).
+#: Key patterns that send a header to the checked path: "//", an empty component before a
+#: newline, "." and ".." components. The rough pattern, which starts with the literal
+#: "/", is searched fast; the exact one runs only if it hits (".hidden" is legal).
 _ROUGH_SUSPECT = re.compile(rb"/[/.\n]")
 _SUSPECT_KEY = re.compile(rb"/(?:/|\n|\.\.?(?:/|\n))")
+#: Characters ``orjson`` escapes in a string.
+_JSON_ESCAPED = re.compile(rb'["\\\x00-\x1f]')
 
 
 #: Keys a :class:`PartitionMap` decodes one by one before it decodes all of them into a
@@ -80,18 +85,21 @@ class PartitionMap(Mapping[str, str]):
             return self._dict[label]
         self._lookups += 1
         if self._lookups > LOOKUPS_BEFORE_DICT:  # a read of many partitions: decode them all
-            self._dict = dict(zip(self._raws, self.key_list(), strict=True))
-            return self._dict[label]
+            return self._decoded()[label]
         raw = self._raws[label]
         return str(memoryview(raw)[self._start : self._stop], "utf-8")
+
+    def _decoded(self) -> dict[str, str]:
+        """The whole map as a ``dict``, decoded once."""
+        if self._dict is None:
+            self._dict = dict(zip(self._raws, self.key_list(), strict=True))
+        return self._dict
 
     def to_dict(self) -> dict[str, str]:
         """A new ``dict`` of the map (the whole map is decoded once, then copied: ``dict()``
         of a mapping that is not a ``dict`` would look every key up on its own).
         """
-        if self._dict is None:
-            self._dict = dict(zip(self._raws, self.key_list(), strict=True))
-        return self._dict.copy()
+        return self._decoded().copy()
 
     def __contains__(self, label: object) -> bool:
         return label in self._raws
@@ -161,9 +169,9 @@ def _str_header(first: bytes, size: int) -> int | None:
     return None
 
 
-def _layout(first: bytes, fmt: Literal["json", "msgpack"]) -> tuple[bytes, bytes, int] | None:
-    """``(prefix, suffix, msgpack string header size)`` of the first raw entry: the bytes
-    around its key; None if it is not ``{"files": {table: key}}`` with a verbatim key.
+def _layout(first: bytes, fmt: Literal["json", "msgpack"]) -> tuple[bytes, bytes, int, str] | None:
+    """``(prefix, suffix, msgpack string header size, table)`` of the first raw entry: the
+    bytes around its key; None if it is not ``{"files": {table: key}}`` with a verbatim key.
     """
     try:
         entry = orjson.loads(first) if fmt == "json" else msgpack.unpackb(first, raw=False)
@@ -180,11 +188,11 @@ def _layout(first: bytes, fmt: Literal["json", "msgpack"]) -> tuple[bytes, bytes
         at = first.rfind(b'"' + encoded + b'"')
         if at < 0:
             return None
-        return first[: at + 1], first[at + 1 + len(encoded) :], 0
+        return first[: at + 1], first[at + 1 + len(encoded) :], 0, table
     hs = _str_header(first, len(encoded)) if first.endswith(encoded) else None
     if hs is None:
         return None
-    return first[: len(first) - len(encoded) - hs], b"", hs
+    return first[: len(first) - len(encoded) - hs], b"", hs, table
 
 
 def _msgpack_lengths_ok(
@@ -205,9 +213,20 @@ def _msgpack_lengths_ok(
     return bool((marker == 0xDA).all() and ((high << 8 | low) == size).all())
 
 
+def _cut(column: pa.Array, start: int, stop: int | None) -> pa.Array:
+    """The bytes ``[start:stop]`` of every entry.
+
+    ``binary_slice`` sizes its output from ``stop - start``: an open end (or a huge one)
+    gives "Negative buffer resize" in pyarrow 26, so the end is the longest entry's.
+    """
+    if stop is None:
+        stop = int(pc.max(pc.binary_length(column)).as_py())
+    return pc.binary_slice(column, start, stop)
+
+
 def _all_equal(column: pa.Array, start: int, stop: int | None, expected: bytes) -> bool:
     """Whether the bytes ``[start:stop]`` of every entry are ``expected``."""
-    cut = pc.binary_slice(column, start, stop if stop is not None else 1 << 62)
+    cut = _cut(column, start, stop)
     return bool(pc.all(pc.equal(cut, pa.scalar(expected, type=pa.large_binary()))).as_py())
 
 
@@ -226,7 +245,7 @@ def columnar_partitions(
     layout = _layout(first, fmt)
     if layout is None:
         return None
-    prefix, suffix, hs = layout
+    prefix, suffix, hs, table = layout
     lens = np.fromiter(map(len, entries), dtype=np.int64, count=n)
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lens, out=starts[1:])
@@ -244,35 +263,46 @@ def columnar_partitions(
         return None
     stop = -len(suffix) if suffix else None
     try:
-        # (stop None gives "Negative buffer resize" in pyarrow 26: cut at the longest entry)
-        cut = pc.binary_slice(column, start, stop if stop is not None else int(lens.max()))
-        keys = cut.cast(pa.large_string())
+        keys = _cut(column, start, stop).cast(pa.large_string())
     except pa.ArrowInvalid:  # not UTF-8
         return None
     del column, blob
     if not _keys_safe(keys, n, dataset_uuid, fmt):
         return None
-    table = (orjson.loads(first) if fmt == "json" else msgpack.unpackb(first, raw=False))["files"]
-    (table_name,) = table
-    return PartitionMap(raws, start, stop, keys), table_name
+    return PartitionMap(raws, start, stop, keys), table
 
 
 def _keys_safe(keys: pa.Array, n: int, dataset_uuid: str, fmt: str) -> bool:
-    """The typed path's key rules, over all keys at once (see the module docstring)."""
+    """:func:`joined_keys_safe` of the cut-out keys; in JSON also no quote and no control
+    character (the entry was then not one plain string).
+    """
     listed = pa.LargeListArray.from_arrays(pa.array([0, n], type=pa.int64()), keys)
     newline = pa.scalar("\n", type=pa.large_string())
     joined = bytes(pc.binary_join(listed, newline)[0].as_buffer())  # key\nkey\n...key
+    if not joined_keys_safe(joined, n, dataset_uuid):
+        return False
+    if fmt == "json":
+        control = int(np.count_nonzero(np.frombuffer(joined, dtype=np.uint8) < 0x20))
+        if b'"' in joined or control != n - 1:  # the n - 1 newlines only
+            return False
+    return True
+
+
+def joined_keys_safe(joined: bytes, n: int, dataset_uuid: str) -> bool:
+    """Whether the ``n`` keys joined by newlines in ``joined`` all keep the typed decode
+    paths' rules, checked in C-level passes over all of them at once.
+
+    Each key starts with ``<uuid>/``; none holds a newline (the count of newlines would
+    differ), a backslash or a NUL (left to the checked path, which names the bad key), a
+    ``//``, ``.`` or ``..`` component or an empty last component.
+    """
     inside = dataset_uuid.encode() + b"/"
     if joined.count(b"\n") != n - 1 or not joined.startswith(inside):
         return False
     if joined.count(b"\n" + inside) != n - 1:
         return False
-    if b"\\" in joined or b"\x00" in joined:  # an escape is left to the typed path
+    if b"\\" in joined or b"\x00" in joined:
         return False
-    if fmt == "json":  # a quote or a control character: the entry was not one plain string
-        control = int(np.count_nonzero(np.frombuffer(joined, dtype=np.uint8) < 0x20))
-        if b'"' in joined or control != n - 1:  # the n - 1 newlines only
-            return False
     if joined.endswith((b"/", b"/.", b"/..")):  # the last key (the others end at a newline)
         return False
     return not (_ROUGH_SUSPECT.search(joined) and _SUSPECT_KEY.search(joined))
@@ -317,6 +347,3 @@ def json_partitions(partitions: Mapping[str, str], table: str) -> bytes | None:
     if body.count(b'"') != (2 + middle.count('"')) * n:
         return None
     return body
-
-
-_JSON_ESCAPED = re.compile(rb'["\\\x00-\x1f]')

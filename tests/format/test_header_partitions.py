@@ -255,3 +255,13 @@ def test_a_large_json_header_is_encoded_column_wise() -> None:
     assert header_mod.encode_header(h) == data
     small = dict(list(partitions_dict(h.partitions).items())[: n - 1])
     assert json_partitions(small, "table") is None
+
+
+@pytest.mark.parametrize("fmt", ["json", "msgpack"])
+def test_many_entries_decode_column_wise(fmt: str) -> None:
+    """Arrow sizes a slice's output from its bounds and the entry count: a map of many
+    entries must still be cut (an open-ended slice failed at this size)."""
+    parts = {f"p={i}/f": {"files": {"table": f"ds/table/p={i}/f.parquet"}} for i in range(20000)}
+    h = decode_header(_encode(_doc(parts), fmt), "ds", fmt)  # type: ignore[arg-type]
+    assert isinstance(h.partitions, PartitionMap)
+    assert h.partitions["p=19999/f"] == "ds/table/p=19999/f.parquet"
