@@ -160,46 +160,37 @@ def _write_partitions(system: str, df: Any, root: Path) -> None:
         )
 
 
-def _status(field: str) -> int:
-    """``field`` of this process's ``/proc/self/status``, in bytes (run on cluster workers,
-    which cannot import this folder's modules)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) * 1024
-    raise KeyError(field)
-
-
-def _imports(system: str) -> int:
-    """On a cluster worker: the imports of :func:`worker`; return the RSS after them."""
-    import dask.dataframe  # noqa: F401
+def _imports(system: str, with_dask: bool) -> int:
+    """The imports of a write's process (the libraries every system needs, the system, and
+    dask for the dask modes); return the RSS after them, the baseline of its peak."""
     import pandas  # noqa: F401
     import pyarrow.dataset  # noqa: F401
 
     if system == "kartoframe":
         import kartoframe  # noqa: F401
-    return _status("VmRSS")
+    elif system == "deltalake":
+        import deltalake  # noqa: F401
+    if with_dask:
+        import dask.dataframe  # noqa: F401
+    return systems.proc_status("VmRSS")
 
 
-def _reset_hwm() -> int:
-    """On a cluster worker: reset the RSS high-water mark (as ``systems.reset_peak_rss``)."""
-    import gc
-
-    import pyarrow as pa
-
-    gc.collect()
-    pa.default_memory_pool().release_unused()
-    with open("/proc/self/clear_refs", "w") as f:
-        f.write("5")
-    return _status("VmRSS")
+def _reset_peak() -> tuple[int, bool]:
+    """Give freed memory back, then reset the RSS high-water mark: ``(RSS, reset worked)``."""
+    _give_back()
+    return systems.reset_peak_rss()
 
 
 def cluster_worker(system: str, size: int, data_dir: Path) -> dict[str, Any]:
     """The ``distributed`` mode: one write on a fresh LocalCluster; the largest worker's
     peak over its RSS after the imports."""
     systems.use_checkout_kartoframe()
+    import cloudpickle
     import datagen
     from dask.distributed import Client, LocalCluster
+
+    # the workers cannot import this folder's modules: its functions travel by value
+    cloudpickle.register_pickle_by_value(systems)
 
     one = datagen.sales_table(min(size, DASK_CHUNK_ROWS))  # the input: one dask partition
     input_bytes = int(one.memory_usage(deep=True).sum())
@@ -215,13 +206,13 @@ def cluster_worker(system: str, size: int, data_dir: Path) -> dict[str, Any]:
         Client(cluster) as client,
     ):
         try:
-            after_imports = client.run(_imports, system)
+            after_imports = client.run(_imports, system, True)
             _write_ddf(system, lazy_sales_frame(1000, 500), tmp / "warm-up", None)
-            base = client.run(_reset_hwm)
+            base = {w: rss for w, (rss, _) in client.run(_reset_peak).items()}
             t0 = time.perf_counter()
             _write_ddf(system, lazy_sales_frame(size), tmp / "timed", None)
             seconds = time.perf_counter() - t0
-            peaks = client.run(_status, "VmHWM")
+            peaks = client.run(systems.proc_status, "VmHWM")
             written = _bytes_under(tmp / "timed")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -273,16 +264,7 @@ def worker(
     if mode == "distributed":
         return cluster_worker(system, size, data_dir)
     systems.use_checkout_kartoframe()
-    import pandas  # noqa: F401  (the baseline has the libraries every system needs)
-    import pyarrow.dataset  # noqa: F401
-
-    if system == "kartoframe":
-        import kartoframe  # noqa: F401
-    elif system == "deltalake":
-        import deltalake  # noqa: F401
-    if mode == "dask":
-        import dask.dataframe  # noqa: F401
-    before_input = systems.proc_status("VmRSS")
+    before_input = _imports(system, mode == "dask")
     if mode == "dask":
         df = lazy_sales_frame(size)
         import datagen
@@ -312,8 +294,7 @@ def worker(
     tmp = Path(tempfile.mkdtemp(prefix="kf-scale-write-", dir=data_dir))
     try:
         write(lazy_sales_frame(1000, 500) if mode == "dask" else df.head(1000), tmp / "warm-up")
-        _give_back()
-        base, reset = systems.reset_peak_rss()
+        base, reset = _reset_peak()
         t0 = time.perf_counter()
         write(df, tmp / "timed")
         seconds = time.perf_counter() - t0
