@@ -23,7 +23,7 @@ import pyarrow as pa
 from kartoframe.errors import CommitConflictError, InvalidInputError
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.header import DatasetHeader, kartoframe_section, with_kartoframe_section
-from kartoframe.format.header_partitions import partitions_dict
+from kartoframe.format.header_partitions import PatchedPartitions, partitions_dict
 from kartoframe.format.naming import MetadataFormat
 from kartoframe.format.optimized import with_optimized
 from kartoframe.format.schema import SchemaChange
@@ -158,7 +158,8 @@ def fold(base: LoadedDataset | None, changes: Iterable[Change], *, now: str) -> 
     """
     bmd = base.metadata if base is not None else None
     header = bmd.replace(embedded_indices={}) if bmd is not None else None
-    partitions: dict[str, str] = partitions_dict(bmd.partitions) if bmd is not None else {}
+    base_parts: Mapping[str, str] = bmd.partitions if bmd is not None else {}
+    added: dict[str, str] = {}
     user_meta: dict[str, Any] = dict(bmd.metadata) if bmd is not None else {}
     if "creation_time" not in user_meta:
         user_meta = {"creation_time": now, **user_meta}
@@ -178,17 +179,18 @@ def fold(base: LoadedDataset | None, changes: Iterable[Change], *, now: str) -> 
                 partition_keys=change.partition_keys,
                 storage_format=change.storage_format,
             )
+            base_parts, added, removed = {}, {}, set()
         elif isinstance(change, SetExplicitPartitions):
             explicit = change.explicit
         elif isinstance(change, RemovePartitions):
             for label in change.labels:
-                partitions.pop(label, None)
+                added.pop(label, None)
             removed |= change.labels
         elif isinstance(change, AddPartitions):
             for label, key in change.partitions.items():
-                if label in partitions:
+                if label in added or (label in base_parts and label not in removed):
                     raise CommitConflictError(f"Partition label {label!r} already exists.")
-                partitions[label] = key
+                added[label] = key
         elif isinstance(change, SetIndices):
             indices = dict(change.refs)
         elif isinstance(change, SetSchema):
@@ -211,8 +213,11 @@ def fold(base: LoadedDataset | None, changes: Iterable[Change], *, now: str) -> 
     if header is None or not schema_set:
         raise InvalidInputError("A header fold needs a base (or CreateDataset) and a schema.")
     with_optimized(section, removed, optimized)
+    partitions: Mapping[str, str] = PatchedPartitions.over(base_parts, frozenset(removed), added)
     if anchors and bmd is not None:
-        partitions = _placed(bmd.partitions, partitions, anchors)
+        partitions = _placed(bmd.partitions, partitions_dict(partitions), anchors)
+    elif not base_parts:
+        partitions = added
     header = header.replace(
         partitions=partitions, indices=indices, metadata=user_meta, explicit_partitions=explicit
     )

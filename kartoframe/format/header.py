@@ -38,6 +38,7 @@ __all__ = [
     "DatasetHeader",
     "decode_header",
     "encode_header",
+    "encode_header_parts",
     "kartoframe_section",
     "with_kartoframe_section",
 ]
@@ -473,15 +474,23 @@ def encode_header(meta: DatasetHeader) -> bytes:
     (:func:`kartoframe.format.header_partitions.json_partitions`) and spliced in: the
     same bytes as encoding the nested dicts, without a million of them.
     """
+    return encode_header_parts(meta)[1]
+
+
+def encode_header_parts(meta: DatasetHeader) -> tuple[bytes, bytes]:
+    """``(canonical bytes, file bytes)`` of a header: the same object for JSON, msgpack
+    before and after zstd compression (the digest of a header is taken before it).
+    """
     if meta.storage_format == "json" and meta.explicit_partitions and meta.partitions:
         spliced = _json_spliced(meta)
         if spliced is not None:
-            return spliced
+            return spliced, spliced
     doc = meta.to_dict()
     if meta.storage_format == "json":
-        return orjson.dumps(doc, option=_JSON_OPTIONS)
+        data = orjson.dumps(doc, option=_JSON_OPTIONS)
+        return data, data
     packed = msgpack.packb(doc, use_bin_type=True)
-    return zstandard.ZstdCompressor(write_content_size=True).compress(packed)
+    return packed, zstandard.ZstdCompressor(write_content_size=True).compress(packed)
 
 
 def _json_spliced(meta: DatasetHeader) -> bytes | None:

@@ -18,12 +18,18 @@ the bad entry.
 :class:`PartitionMap` is the result: a read-only mapping label -> key that decodes a key
 when it is looked up, iterates its labels without decoding anything, and hands the keys
 column-wise (:meth:`PartitionMap.values`). It pickles as a plain ``dict``.
+
+:class:`PatchedPartitions` is the map of a header a commit derives from its base: the
+base's map, some labels removed, some partitions added. Building it costs what the commit
+changes, not the base's size; a log entry reads the change back from it
+(:meth:`PatchedPartitions.change_of`) instead of comparing two maps, and
+:func:`json_partitions` encodes it from the base's columns.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import ItemsView, Iterator, Mapping, ValuesView
+from collections.abc import ItemsView, Iterable, Iterator, Mapping, ValuesView
 from typing import Any, Literal
 
 import msgpack
@@ -35,9 +41,11 @@ import pyarrow.compute as pc
 
 __all__ = [
     "PartitionMap",
+    "PatchedPartitions",
     "columnar_partitions",
     "joined_keys_safe",
     "json_partitions",
+    "partition_columns",
     "partitions_dict",
 ]
 
@@ -124,6 +132,10 @@ class PartitionMap(Mapping[str, str]):
             return list(self._dict.values())
         return list(self._keys.to_pylist())
 
+    def key_column(self) -> pa.Array:
+        """Every key, in label order, as Arrow ``large_string`` (nothing decoded)."""
+        return self._keys
+
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (self.to_dict(),))
 
@@ -146,11 +158,167 @@ class _Items(ItemsView[str, str]):
         return zip(m, m.key_list(), strict=True)
 
 
+class PatchedPartitions(Mapping[str, str]):
+    """A header's partitions as its base's, ``removed`` labels dropped and ``added`` ones
+    appended (in their order), built in time proportional to the change.
+
+    Iteration gives the base's labels in their order (without the removed ones), then the
+    added ones: the order a commit gives the new header. An added label may be a removed
+    one (a partition replaced); any other added label must not be in the base (the caller
+    checks, see :meth:`over`). A patch of a patch is built on the first base, so lookups
+    never go more than one map deep.
+
+    Parameters
+    ----------
+    base
+        The base header's partitions (kept, not copied).
+    removed
+        Labels of ``base`` the new header drops (labels not in ``base`` are ignored).
+    added
+        New label -> data file key, in header order.
+    """
+
+    __slots__ = ("_added", "_base", "_dict", "_len", "_removed")
+
+    def __init__(
+        self, base: Mapping[str, str], removed: frozenset[str], added: dict[str, str]
+    ) -> None:
+        self._base = base
+        self._removed = frozenset(lb for lb in removed if lb in base)
+        self._added = added
+        self._len = len(base) - len(self._removed) + len(added)
+        self._dict: dict[str, str] | None = None
+
+    @classmethod
+    def over(
+        cls, base: Mapping[str, str], removed: frozenset[str], added: Mapping[str, str]
+    ) -> PatchedPartitions:
+        """``base`` without ``removed``, then ``added``; a patch of a patch is folded into
+        one over the first base.
+
+        Raises
+        ------
+        KeyError
+            An added label is still listed (the message is the label).
+        """
+        if isinstance(base, PatchedPartitions):
+            first = base._base
+            gone = base._removed | {lb for lb in removed if lb in first}
+            kept = {lb: k for lb, k in base._added.items() if lb not in removed}
+        else:
+            first, gone, kept = base, frozenset(lb for lb in removed if lb in base), {}
+        for label, key in added.items():
+            if label in kept or (label in first and label not in gone):
+                raise KeyError(label)
+            kept[label] = key
+        return cls(first, frozenset(gone), kept)
+
+    @property
+    def base(self) -> Mapping[str, str]:
+        """The map this one is derived from."""
+        return self._base
+
+    def change_of(self, base: Mapping[str, str]) -> tuple[list[str], list[tuple[str, str]]] | None:
+        """``(removed labels, added (label, key) pairs)`` that turn ``base`` into this map,
+        in the order a log entry replays them (removals, then additions at the end); None
+        if this map is not derived from ``base`` itself.
+        """
+        if base is not self._base:
+            return None
+        return sorted(self._removed), list(self._added.items())
+
+    def in_added_order(self, labels: Iterable[str]) -> list[str] | None:
+        """``labels`` in header order if all of them are added ones (None otherwise): the
+        order without walking the base's labels.
+        """
+        wanted = list(labels)
+        if not all(lb in self._added for lb in wanted):
+            return None
+        at = {lb: i for i, lb in enumerate(self._added)}
+        return sorted(wanted, key=at.__getitem__)
+
+    def __getitem__(self, label: str) -> str:
+        if label in self._added:
+            return self._added[label]
+        if label in self._removed:
+            raise KeyError(label)
+        return self._base[label]
+
+    def __contains__(self, label: object) -> bool:
+        return label in self._added or (label not in self._removed and label in self._base)
+
+    def __iter__(self) -> Iterator[str]:
+        removed = self._removed
+        if removed:
+            yield from (lb for lb in self._base if lb not in removed)
+        else:
+            yield from self._base
+        yield from self._added
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _decoded(self) -> dict[str, str]:
+        if self._dict is None:
+            d = partitions_dict(self._base)
+            for label in self._removed:
+                del d[label]
+            d.update(self._added)
+            self._dict = d
+        return self._dict
+
+    def to_dict(self) -> dict[str, str]:
+        """A new ``dict`` of the map."""
+        return self._decoded().copy()
+
+    def values(self) -> ValuesView[str]:  # type: ignore[override]
+        """The keys, in label order."""
+        return self._decoded().values()
+
+    def items(self) -> ItemsView[str, str]:  # type: ignore[override]
+        """``(label, key)`` pairs, in label order."""
+        return self._decoded().items()
+
+    def columns(self) -> tuple[pa.Array, pa.Array]:
+        """Labels and keys in order, as Arrow strings (see :func:`partition_columns`)."""
+        labels, keys = partition_columns(self._base)
+        if self._removed:
+            keep = pc.invert(pc.is_in(labels, pa.array(list(self._removed), labels.type)))
+            labels, keys = labels.filter(keep), keys.filter(keep)
+        if not self._added:
+            return labels, keys
+        return (
+            pa.concat_arrays([labels, pa.array(list(self._added), labels.type)]),
+            pa.concat_arrays([keys, pa.array(list(self._added.values()), keys.type)]),
+        )
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (self.to_dict(),))
+
+    def __repr__(self) -> str:
+        return (
+            f"PatchedPartitions({len(self)} partitions: {len(self._removed)} removed, "
+            f"{len(self._added)} added)"
+        )
+
+
 def partitions_dict(partitions: Mapping[str, str]) -> dict[str, str]:
-    """A new ``dict`` of a header's partitions (fast for a :class:`PartitionMap`)."""
-    if isinstance(partitions, PartitionMap):
+    """A new ``dict`` of a header's partitions (fast for the maps of this module)."""
+    if isinstance(partitions, PartitionMap | PatchedPartitions):
         return partitions.to_dict()
     return dict(partitions)
+
+
+def partition_columns(partitions: Mapping[str, str]) -> tuple[pa.Array, pa.Array]:
+    """A header's labels and keys, in order, as two Arrow ``large_string`` arrays (a
+    :class:`PartitionMap` hands its keys over without decoding them).
+    """
+    if isinstance(partitions, PatchedPartitions):
+        return partitions.columns()
+    labels = pa.array(list(partitions), type=pa.large_string())
+    if isinstance(partitions, PartitionMap):
+        return labels, partitions.key_column()
+    return labels, pa.array(list(partitions.values()), type=pa.large_string())
 
 
 def _str_header(first: bytes, size: int) -> int | None:
@@ -324,12 +492,7 @@ def json_partitions(partitions: Mapping[str, str], table: str) -> bytes | None:
     n = len(partitions)
     if n < JSON_COLUMNAR_MIN or _JSON_ESCAPED.search(table.encode("utf-8")):
         return None
-    if isinstance(partitions, PartitionMap):
-        labels = pa.array(list(partitions), type=pa.large_string())
-        keys = pa.array(partitions.key_list(), type=pa.large_string())
-    else:
-        labels = pa.array(list(partitions.keys()), type=pa.large_string())
-        keys = pa.array(list(partitions.values()), type=pa.large_string())
+    labels, keys = partition_columns(partitions)
     middle = '":{"files":{"' + table + '":"'
 
     def text(value: str) -> pa.Scalar:

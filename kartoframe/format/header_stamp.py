@@ -15,12 +15,11 @@ import dataclasses
 import hashlib
 from collections.abc import Mapping
 
-import msgpack
-
 from kartoframe.errors import CorruptMetadataError
 from kartoframe.format.header import (
     DatasetHeader,
     encode_header,
+    encode_header_parts,
     kartoframe_section,
     with_kartoframe_section,
 )
@@ -29,6 +28,7 @@ from kartoframe.format.log_doc import PROTOCOL, SHA_RE, check_int, check_protoco
 __all__ = [
     "FILE_DIGEST_KEY",
     "HeaderLog",
+    "SealedHeader",
     "bytes_digest",
     "header_digest",
     "header_log",
@@ -40,15 +40,9 @@ __all__ = [
 ]
 
 
-def _canonical(header: DatasetHeader) -> bytes:
-    if header.storage_format == "json":
-        return encode_header(header)
-    return msgpack.packb(header.to_dict(), use_bin_type=True)  # type: ignore[no-any-return]
-
-
 def header_digest(header: DatasetHeader) -> str:
     """SHA-256 of a header's canonical encoding (JSON, or msgpack before compression)."""
-    return hashlib.sha256(_canonical(header)).hexdigest()
+    return bytes_digest(encode_header_parts(header)[0])
 
 
 def bytes_digest(data: bytes) -> str:
@@ -131,25 +125,54 @@ def _digest_field(digest: str) -> bytes:
     return b'"' + FILE_DIGEST_KEY.encode() + b'":"' + digest.encode("ascii") + b'"'
 
 
-def seal_header(header: DatasetHeader) -> tuple[DatasetHeader, bytes]:
-    """The stamped header with its file digest, and its encoded bytes.
+@dataclasses.dataclass(frozen=True, slots=True)
+class SealedHeader:
+    """A header ready to be written, encoded once.
+
+    Attributes
+    ----------
+    header
+        The stamped header with its file digest.
+    data
+        Its file bytes.
+    canonical
+        Its canonical encoding (``data`` itself for JSON, msgpack before compression).
+    sha256
+        :func:`header_digest` of ``header`` (the digest of ``canonical``).
+    """
+
+    header: DatasetHeader
+    data: bytes
+    canonical: bytes
+    sha256: str
+
+
+def _encoded(header: DatasetHeader) -> SealedHeader:
+    canonical, data = encode_header_parts(header)
+    return SealedHeader(header, data, canonical, bytes_digest(canonical))
+
+
+def seal_header(header: DatasetHeader) -> SealedHeader:
+    """The stamped header with its file digest, encoded.
 
     JSON headers carry the SHA-256 of their own bytes (taken with the digest empty) in
-    ``kartoframe.log.file_sha256``; msgpack headers (compressed) are returned as they are.
+    ``kartoframe.log.file_sha256``; msgpack headers (compressed) are encoded as they are.
     """
     section = kartoframe_section(header)
     stamp = section.get("log")
     if header.storage_format != "json" or not isinstance(stamp, Mapping):
-        return header, encode_header(header)
+        return _encoded(header)
     section["log"] = {**stamp, FILE_DIGEST_KEY: ""}
     blank = with_kartoframe_section(header, section)
     data = encode_header(blank)
     if data.count(_EMPTY_DIGEST) != 1:  # the pattern also occurs in user content
-        return header, encode_header(header)
+        return _encoded(header)
     digest = bytes_digest(data)
     section["log"] = {**stamp, FILE_DIGEST_KEY: digest}
-    return with_kartoframe_section(header, section), data.replace(
-        _EMPTY_DIGEST, _digest_field(digest), 1
+    # the sealed header encodes to these bytes: only the digest's value differs
+    sealed = data.replace(_EMPTY_DIGEST, _digest_field(digest), 1)
+    return SealedHeader(
+        with_kartoframe_section(header, section), sealed, sealed, bytes_digest(sealed)
     )
 
 

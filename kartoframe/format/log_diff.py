@@ -14,7 +14,7 @@ from typing import Any
 from kartoframe.errors import CorruptMetadataError, UnsupportedVersionError
 from kartoframe.format import naming
 from kartoframe.format.header import DatasetHeader, metadata_from_dict
-from kartoframe.format.header_partitions import partitions_dict
+from kartoframe.format.header_partitions import PatchedPartitions, partitions_dict
 from kartoframe.format.header_stamp import header_digest
 from kartoframe.format.txlog import LogEntry
 
@@ -43,13 +43,47 @@ def make_entry(
     external: bool = False,
     foreign_sha256: str | None = None,
     changes: tuple[str, ...] | None = None,
+    header_sha256: str | None = None,
 ) -> LogEntry:
     """Describe version ``version`` (``header``; None: deleted) relative to ``previous``.
 
     The entry is a diff (partitions removed and added) when replaying it on ``previous``
     gives exactly ``header``'s partitions in the same order; otherwise (a create, an
-    overwrite, a reordering, an implicit previous header) it is a reset.
+    overwrite, a reordering, an implicit previous header) it is a reset. A header whose
+    partitions are a :class:`~kartoframe.format.header_partitions.PatchedPartitions` of
+    ``previous``'s gives its diff without comparing the two maps. ``header_sha256`` is
+    :func:`~kartoframe.format.header_stamp.header_digest` of ``header`` if the caller
+    has it already (it encoded the header).
     """
+    patch = (
+        _patch_of(previous, header)
+        if previous is not None and header is not None and not force_reset
+        else None
+    )
+    if patch is not None:
+        assert header is not None
+        removed, added = patch
+        return _entry(
+            version,
+            timestamp,
+            operation,
+            parameters,
+            writer,
+            commit_info,
+            app_id,
+            app_version,
+            False,
+            added,
+            removed,
+            header,
+            header_sha256,
+            schema,
+            reverts,
+            external,
+            foreign_sha256,
+            None,
+            changes,
+        )
     prev_parts: dict[str, str] = (
         partitions_dict(previous.partitions)
         if previous is not None and previous.explicit_partitions
@@ -57,26 +91,105 @@ def make_entry(
     )
     fresh: tuple[str, ...] | None = None
     if header is None:  # deleted: every partition of the previous version goes
-        reset, added, removed = True, [], list(prev_parts)
-        fmt: naming.MetadataFormat = previous.storage_format if previous is not None else "json"
-        doc, explicit, sha, schema = None, True, None, None
-    else:
-        new_parts = partitions_dict(header.partitions) if header.explicit_partitions else {}
-        removed = [lb for lb, k in prev_parts.items() if new_parts.get(lb) != k]
-        added = [(lb, k) for lb, k in new_parts.items() if prev_parts.get(lb) != k]
-        reset = force_reset or previous is None or not previous.explicit_partitions
-        if not reset:
-            gone = set(removed)
-            replay = {lb: k for lb, k in prev_parts.items() if lb not in gone}
-            replay.update(added)
-            reset = list(replay.items()) != list(new_parts.items())
-        if reset:
-            fresh = tuple(lb for lb, _ in added)
-            added = list(new_parts.items())
-            if len(fresh) == len(added):
-                fresh = None
-        fmt, doc = header.storage_format, _header_doc(header)
-        explicit, sha = header.explicit_partitions, header_digest(header)
+        return LogEntry(
+            version,
+            timestamp,
+            operation,
+            dict(parameters),
+            writer,
+            dict(commit_info) if commit_info is not None else None,
+            app_id,
+            app_version,
+            True,
+            (),
+            tuple(prev_parts),
+            True,
+            previous.storage_format if previous is not None else "json",
+            None,
+            True,
+            None,
+            None,
+            reverts,
+            external,
+            foreign_sha256,
+            None,
+            changes=changes,
+        )
+    new_parts = partitions_dict(header.partitions) if header.explicit_partitions else {}
+    removed = [lb for lb, k in prev_parts.items() if new_parts.get(lb) != k]
+    added = [(lb, k) for lb, k in new_parts.items() if prev_parts.get(lb) != k]
+    reset = force_reset or previous is None or not previous.explicit_partitions
+    if not reset:
+        gone = set(removed)
+        replay = {lb: k for lb, k in prev_parts.items() if lb not in gone}
+        replay.update(added)
+        reset = list(replay.items()) != list(new_parts.items())
+    if reset:
+        fresh = tuple(lb for lb, _ in added)
+        added = list(new_parts.items())
+        if len(fresh) == len(added):
+            fresh = None
+    return _entry(
+        version,
+        timestamp,
+        operation,
+        parameters,
+        writer,
+        commit_info,
+        app_id,
+        app_version,
+        reset,
+        added,
+        removed,
+        header,
+        header_sha256,
+        schema,
+        reverts,
+        external,
+        foreign_sha256,
+        fresh,
+        changes,
+    )
+
+
+def _patch_of(
+    previous: DatasetHeader, header: DatasetHeader
+) -> tuple[list[str], list[tuple[str, str]]] | None:
+    """``(removed, added)`` of a header whose partitions patch ``previous``'s (None: not
+    derived that way, or a partition list appears or disappears).
+    """
+    parts = header.partitions
+    if not (
+        isinstance(parts, PatchedPartitions)
+        and previous.explicit_partitions
+        and header.explicit_partitions
+    ):
+        return None
+    return parts.change_of(previous.partitions)
+
+
+def _entry(
+    version: int,
+    timestamp: int,
+    operation: str,
+    parameters: Mapping[str, Any],
+    writer: str,
+    commit_info: Mapping[str, Any] | None,
+    app_id: str | None,
+    app_version: int | None,
+    reset: bool,
+    added: list[tuple[str, str]],
+    removed: list[str],
+    header: DatasetHeader,
+    sha: str | None,
+    schema: bytes | None,
+    reverts: int | None,
+    external: bool,
+    foreign_sha256: str | None,
+    fresh: tuple[str, ...] | None,
+    changes: tuple[str, ...] | None,
+) -> LogEntry:
+    """The entry of a new version with ``header``."""
     return LogEntry(
         version,
         timestamp,
@@ -89,11 +202,11 @@ def make_entry(
         reset,
         tuple(added),
         tuple(removed),
-        header is None,
-        fmt,
-        doc,
-        explicit,
-        sha,
+        False,
+        header.storage_format,
+        _header_doc(header),
+        header.explicit_partitions,
+        sha if sha is not None else header_digest(header),
         schema,
         reverts,
         external,

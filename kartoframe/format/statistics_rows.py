@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
+from kartoframe.format.header_partitions import PatchedPartitions
+
 __all__ = ["groups_holding", "live_statistics"]
 
 
@@ -27,7 +29,11 @@ def live_statistics(tables: Sequence[pa.Table], partitions: Mapping[str, str]) -
     for i, (lb, k) in enumerate(zip(labels, keys, strict=True)):
         if partitions.get(lb) == k:
             pick[lb] = i
-    order = [pick[lb] for lb in partitions if lb in pick]
+    added = partitions.in_added_order(pick) if isinstance(partitions, PatchedPartitions) else None
+    if added is not None:  # rows of a commit's new files only: no walk over the base
+        order = [pick[lb] for lb in added]
+    else:
+        order = [pick[lb] for lb in partitions if lb in pick]
     return table.take(pa.array(order, type=pa.int64()))
 
 

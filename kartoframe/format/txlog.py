@@ -58,10 +58,11 @@ from kartoframe.format import naming
 from kartoframe.format.changes import is_change_file
 from kartoframe.format.header import (
     DatasetHeader,
+    encode_header_parts,
     kartoframe_section,
     metadata_from_dict,
 )
-from kartoframe.format.header_stamp import header_digest
+from kartoframe.format.header_stamp import bytes_digest, header_digest
 from kartoframe.format.log_doc import (
     PROTOCOL,
     SHA_RE,
@@ -379,21 +380,50 @@ class Checkpoint:
 
 
 def encode_checkpoint(
-    version: int, timestamp: int, header: DatasetHeader | None, schema: bytes | None
+    version: int,
+    timestamp: int,
+    header: DatasetHeader | None,
+    schema: bytes | None,
+    *,
+    canonical: bytes | None = None,
 ) -> bytes:
-    """Encode a checkpoint as JSON."""
+    """Encode a checkpoint as JSON.
+
+    ``canonical`` is the header's canonical encoding if the caller has it
+    (:attr:`~kartoframe.format.header_stamp.SealedHeader.canonical`): it goes in as it is,
+    instead of the header being encoded once more.
+    """
+    if header is not None and canonical is None:
+        canonical = encode_header_parts(header)[0]
+    splice: bytes | None = None
+    encoded: Any = None
+    if header is not None and canonical is not None:
+        if header.storage_format == "json":
+            splice = canonical  # a JSON object: goes in as it is
+            encoded = _SPLICE
+        else:
+            encoded = base64.b64encode(canonical).decode("ascii")
     doc = {
         _CHECKPOINT_MARK: PROTOCOL,
         "version": version,
         "timestamp": timestamp,
         "deleted": header is None,
         "header_format": header.storage_format if header is not None else "json",
-        "header": encode_doc(header.to_dict(), header.storage_format) if header else None,
+        "header": encoded,
         "table": header.table_name if header is not None else None,
-        "header_sha256": header_digest(header) if header is not None else None,
+        "header_sha256": bytes_digest(canonical) if canonical is not None else None,
         "schema": base64.b64encode(schema).decode("ascii") if schema else None,
     }
-    return dump_doc(doc, f"checkpoint {version}")
+    data = dump_doc(doc, f"checkpoint {version}")
+    if splice is None:
+        return data
+    placeholder = b'"header":"' + _SPLICE.encode() + b'"'
+    at = data.index(placeholder)  # the first: "header" comes before any user content
+    return b"".join((data[:at], b'"header":', splice, data[at + len(placeholder) :]))
+
+
+#: Where :func:`encode_checkpoint` splices a JSON header into the checkpoint.
+_SPLICE = "kartoframe-checkpoint-header"
 
 
 def decode_checkpoint(data: bytes, dataset_uuid: str, version: int) -> Checkpoint:

@@ -30,8 +30,8 @@ from kartoframe.format.fold import (
     SetSchema,
     SetStatistics,
 )
-from kartoframe.format.header import kartoframe_section
-from kartoframe.format.header_partitions import partitions_dict
+from kartoframe.format.header import DatasetHeader, kartoframe_section
+from kartoframe.format.header_partitions import PatchedPartitions
 from kartoframe.format.index_group import (
     GroupedIndex,
     IndexSource,
@@ -170,8 +170,7 @@ def plan_commit(
     )
     existing_idx = set(bmd.indices) | set(bmd.embedded_indices) if bmd else set()
     new_idx = set(shape.secondary_indices)
-    survivors = set(bmd.partitions) - shape.remove_labels if bmd is not None else set()
-    if new_idx - existing_idx and survivors:
+    if new_idx - existing_idx and _survivors(bmd, shape.remove_labels):
         missing = sorted(new_idx - existing_idx)
         raise InvalidInputError(
             f"Incorrect indices provided for dataset {uuid!r}: {missing} are not "
@@ -186,13 +185,14 @@ def plan_commit(
                 f"Cannot create secondary index on partition columns: [{col!r}]."
             )
     new_parts = tuple(p for c in chunks for p in c.partitions)
-    old_parts = partitions_dict(bmd.partitions) if bmd else {}
+    old_parts: Mapping[str, str] = bmd.partitions if bmd else {}
     removed = frozenset(lb for lb in shape.remove_labels if lb in old_parts)
-    partitions = {lb: k for lb, k in old_parts.items() if lb not in removed}
+    added: dict[str, str] = {}
     for p in new_parts:
-        if p.label in partitions:
+        if p.label in added or (p.label in old_parts and p.label not in removed):
             raise CommitConflictError(f"Partition label {p.label!r} already exists.")
-        partitions[p.label] = p.key
+        added[p.label] = p.key
+    partitions = PatchedPartitions.over(old_parts, removed, added) if old_parts else added
     load: tuple[str, ...] = ()
     if bmd is not None:
         load = tuple(
@@ -216,6 +216,13 @@ def plan_commit(
         partitions,
         load,
     )
+
+
+def _survivors(bmd: DatasetHeader | None, remove: frozenset[str]) -> bool:
+    """Whether the base keeps any partition after ``remove``."""
+    if bmd is None:
+        return False
+    return len(bmd.partitions) > len(remove) or any(lb not in remove for lb in bmd.partitions)
 
 
 def _merged_schema(

@@ -116,9 +116,24 @@ def _schema_key(header: DatasetHeader) -> str:
 
 # ------------------------------------------------------------------------------ checks
 def _stored_moved(store: Store, uuid: str, parent: Parent) -> tuple[bool, int | None]:
-    """Re-read the stored header: (moved past the parent?, its log version)."""
+    """Re-read the stored header: (moved past the parent?, its log version).
+
+    A stored header with the very bytes the parent was loaded from is the parent's own
+    (when the parent is a version of the log, not an adopted foreign header): nothing
+    is decoded then.
+    """
     prefer = parent.header.storage_format if parent.header is not None else "json"
-    found = log.read_stored_header(store, uuid, prefer)
+    found: tuple[DatasetHeader, bytes] | None = None
+    if parent.raw is not None and parent.foreign_sha is None and parent.pending is None:
+        stamp = header_stamp.header_log(parent.header) if parent.header is not None else None
+        if stamp is not None and stamp.version == parent.version:
+            data = store.get_or_none(naming.header_key(uuid, prefer))
+            if data == parent.raw:
+                return False, parent.version
+            if data is not None:
+                found = log.decode_stored_header(data, uuid, prefer), data
+    if found is None:
+        found = log.read_stored_header(store, uuid, prefer)
     if found is None:
         # no header: fine while the parent is a version still in the log (a create
         # between its commit point and its header write); gone means deleted meanwhile
@@ -244,9 +259,8 @@ def commit_transaction(
         txn = dict(parent.txn)
         if intent.app_id is not None and intent.app_version is not None:
             txn[intent.app_id] = intent.app_version
-        header, header_bytes = header_stamp.seal_header(
-            header_stamp.stamp_header(built.header, version, ts, txn)
-        )
+        sealed = header_stamp.seal_header(header_stamp.stamp_header(built.header, version, ts, txn))
+        header, header_bytes = sealed.header, sealed.data
         schema_bytes = built.schema_bytes
         entry = log_diff.make_entry(
             version=version,
@@ -265,6 +279,7 @@ def commit_transaction(
             header=header,
             schema=schema_bytes,
             changes=intent.changes,
+            header_sha256=sealed.sha256,
         )
         if entry.reset and entry.schema is None:
             entry = dataclasses.replace(entry, schema=_state_schema(store, built))
@@ -283,8 +298,7 @@ def commit_transaction(
         _after_claim(
             store,
             dataset_uuid,
-            header,
-            header_bytes,
+            sealed,
             version,
             ts,
             entry,
@@ -329,8 +343,7 @@ def _claim(store: Store, key: str, data: bytes, version: int) -> bool:
 def _after_claim(
     store: Store,
     dataset_uuid: str,
-    header: DatasetHeader,
-    header_bytes: bytes,
+    sealed: header_stamp.SealedHeader,
     version: int,
     ts: int,
     entry: LogEntry,
@@ -341,6 +354,7 @@ def _after_claim(
     stored_version: int | None,
 ) -> None:
     """Publish the header of a committed version, settle, checkpoint."""
+    header, header_bytes = sealed.header, sealed.data
     lag_schema = None
     if schema_bytes is None and parent.header is not None and stored_version != parent.version:
         # the stored header lags: the schema file may lag too (a committer stopped early)
@@ -366,7 +380,7 @@ def _after_claim(
             cp_schema = entry.schema or _state_schema(store, built)
             store.put_if_absent(
                 txlog.checkpoint_key(dataset_uuid, version),
-                txlog.encode_checkpoint(version, ts, header, cp_schema),
+                txlog.encode_checkpoint(version, ts, header, cp_schema, canonical=sealed.canonical),
             )
 
 

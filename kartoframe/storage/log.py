@@ -137,15 +137,21 @@ def read_stored_header(
         ("json", "msgpack") if prefer == "json" else ("msgpack", "json")
     )
     for fmt in order:
-        key = naming.header_key(dataset_uuid, fmt)
-        data = store.get_or_none(key)
+        data = store.get_or_none(naming.header_key(dataset_uuid, fmt))
         if data is not None:
-            try:
-                return decode_header(data, dataset_uuid, fmt), data
-            except (FormatError, UnsafePathError) as e:
-                # name the header file, keeping the error class
-                raise type(e)(f"{e} (header file {key!r})") from e
+            return decode_stored_header(data, dataset_uuid, fmt), data
     return None
+
+
+def decode_stored_header(
+    data: bytes, dataset_uuid: str, fmt: naming.MetadataFormat
+) -> DatasetHeader:
+    """Decode the bytes of a stored header file, errors naming the file."""
+    try:
+        return decode_header(data, dataset_uuid, fmt)
+    except (FormatError, UnsafePathError) as e:
+        # name the header file, keeping the error class
+        raise type(e)(f"{e} (header file {naming.header_key(dataset_uuid, fmt)!r})") from e
 
 
 def roll_forward(
