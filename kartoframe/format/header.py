@@ -24,6 +24,7 @@ from kartoframe.format.header_partitions import (
     columnar_partitions,
     joined_keys_safe,
     json_partitions,
+    msgpack_partitions,
 )
 from kartoframe.format.naming import (
     MetadataFormat,
@@ -481,21 +482,31 @@ def encode_header_parts(meta: DatasetHeader) -> tuple[bytes, bytes]:
     """``(canonical bytes, file bytes)`` of a header: the same object for JSON, msgpack
     before and after zstd compression (the digest of a header is taken before it).
     """
-    if meta.storage_format == "json" and meta.explicit_partitions and meta.partitions:
-        spliced = _json_spliced(meta)
-        if spliced is not None:
-            return spliced, spliced
-    doc = meta.to_dict()
+    packed: bytes | None = None
+    if meta.explicit_partitions and meta.partitions:
+        packed = _spliced(meta)
+    if packed is None:
+        doc = meta.to_dict()
+        if meta.storage_format == "json":
+            packed = orjson.dumps(doc, option=_JSON_OPTIONS)
+        else:
+            packed = msgpack.packb(doc, use_bin_type=True)
     if meta.storage_format == "json":
-        data = orjson.dumps(doc, option=_JSON_OPTIONS)
-        return data, data
-    packed = msgpack.packb(doc, use_bin_type=True)
+        return packed, packed
     return packed, zstandard.ZstdCompressor(write_content_size=True).compress(packed)
 
 
-def _json_spliced(meta: DatasetHeader) -> bytes | None:
-    """:func:`encode_header`'s JSON with the partitions map encoded column-wise, or None."""
-    body = json_partitions(meta.partitions, meta.table_name)
+def _spliced(meta: DatasetHeader) -> bytes | None:
+    """The canonical encoding with the partitions map encoded column-wise
+    (:func:`~kartoframe.format.header_partitions.json_partitions`,
+    :func:`~kartoframe.format.header_partitions.msgpack_partitions`), spliced in where
+    a unique placeholder string was encoded; None for a map they leave to the dicts.
+    """
+    json = meta.storage_format == "json"
+    if json:
+        body = json_partitions(meta.partitions, meta.table_name)
+    else:
+        body = msgpack_partitions(meta.partitions, meta.table_name)
     if body is None:
         return None
     token = "kartoframe-partitions-" + uuid_mod.uuid4().hex
@@ -504,12 +515,20 @@ def _json_spliced(meta: DatasetHeader) -> bytes | None:
         if k == "partition_keys":
             doc["partitions"] = token  # where to_dict puts the map
         doc[k] = v
-    placeholder = b'"partitions":"' + token.encode() + b'"'
-    data = orjson.dumps(doc, option=_JSON_OPTIONS)
+    if json:
+        data = orjson.dumps(doc, option=_JSON_OPTIONS)
+        placeholder, body = (
+            b'"partitions":"' + token.encode() + b'"',
+            b'"partitions":{' + body + b"}",
+        )
+    else:
+        data = msgpack.packb(doc, use_bin_type=True)
+        placeholder = msgpack.packb("partitions") + msgpack.packb(token)
+        body = msgpack.packb("partitions") + body
     if data.count(placeholder) != 1:
         return None
     at = data.index(placeholder)
-    return b"".join((data[:at], b'"partitions":{', body, b"}", data[at + len(placeholder) :]))
+    return b"".join((data[:at], body, data[at + len(placeholder) :]))
 
 
 def kartoframe_section(header: DatasetHeader) -> dict[str, Any]:

@@ -45,6 +45,7 @@ __all__ = [
     "columnar_partitions",
     "joined_keys_safe",
     "json_partitions",
+    "msgpack_partitions",
     "partition_columns",
     "partitions_dict",
 ]
@@ -510,3 +511,67 @@ def json_partitions(partitions: Mapping[str, str], table: str) -> bytes | None:
     if body.count(b'"') != (2 + middle.count('"')) * n:
         return None
     return body
+
+
+#: Partitions from which :func:`msgpack_partitions` packs a map column-wise.
+MSGPACK_COLUMNAR_MIN = 2048
+
+
+def _msgpack_str_headers(lengths: np.ndarray) -> pa.Array:
+    """The msgpack ``str`` header of each of strings of ``lengths`` bytes (binary)."""
+    n = len(lengths)
+    sizes = np.where(lengths < 32, 1, np.where(lengths < 256, 2, np.where(lengths < 65536, 3, 5)))
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    buf = np.zeros(int(offsets[-1]), dtype=np.uint8)
+    at = offsets[:-1]
+    for size, marker in ((1, None), (2, 0xD9), (3, 0xDA), (5, 0xDB)):
+        pick = sizes == size
+        if not pick.any():
+            continue
+        pos, ln = at[pick], lengths[pick]
+        if marker is None:
+            buf[pos] = 0xA0 | ln
+            continue
+        buf[pos] = marker
+        for i in range(size - 1):  # big-endian length bytes
+            buf[pos + 1 + i] = (ln >> (8 * (size - 2 - i))) & 0xFF
+    return pa.LargeBinaryArray.from_buffers(
+        pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(buf)]
+    )
+
+
+def _map_header(n: int) -> bytes:
+    if n < 16:
+        return bytes([0x80 | n])
+    if n < 65536:
+        return b"\xde" + n.to_bytes(2, "big")
+    return b"\xdf" + n.to_bytes(4, "big")
+
+
+def msgpack_partitions(partitions: Mapping[str, str], table: str) -> bytes | None:
+    """The msgpack of ``{label: {"files": {table: key}}}`` exactly as
+    ``msgpack.packb(..., use_bin_type=True)`` packs it, built column-wise (no nested dict
+    per partition); None for a small map (the dicts then cost less).
+    """
+    n = len(partitions)
+    if n < MSGPACK_COLUMNAR_MIN:
+        return None
+    labels, keys = partition_columns(partitions)
+    labels, keys = labels.cast(pa.large_binary()), keys.cast(pa.large_binary())
+    middle = b"\x81" + msgpack.packb("files") + b"\x81" + msgpack.packb(table)
+
+    def hdr(column: pa.Array) -> pa.Array:
+        return _msgpack_str_headers(pc.binary_length(column).to_numpy(zero_copy_only=False))
+
+    entries = pc.binary_join_element_wise(
+        hdr(labels),
+        labels,
+        pa.scalar(middle, type=pa.large_binary()),
+        hdr(keys),
+        keys,
+        pa.scalar(b"", type=pa.large_binary()),
+    )
+    listed = pa.LargeListArray.from_arrays(pa.array([0, n], type=pa.int64()), entries)
+    body = pc.binary_join(listed, pa.scalar(b"", type=pa.large_binary()))[0].as_buffer()
+    return _map_header(n) + bytes(body)

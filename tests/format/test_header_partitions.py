@@ -243,6 +243,71 @@ def test_column_wise_json_encoding_is_orjsons(
         header_partitions.JSON_COLUMNAR_MIN = old
 
 
+MSGPACK_TEXT = st.one_of(
+    st.text(min_size=0, max_size=40),
+    st.sampled_from(["", "x" * 31, "x" * 32, "é" * 16, "x" * 255, "x" * 256, "x" * 65536]),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    labels=st.lists(MSGPACK_TEXT, min_size=1, max_size=20, unique=True),
+    keys=st.lists(MSGPACK_TEXT, min_size=20, max_size=20),
+    table=st.sampled_from(["table", "core", "x" * 40, "tä ble"]),
+    as_map=st.booleans(),
+    patched=st.booleans(),
+)
+def test_column_wise_msgpack_packing_is_msgpacks(
+    labels: list[str], keys: list[str], table: str, as_map: bool, patched: bool
+) -> None:
+    """The msgpack map packed column-wise (every string-header size: fixstr, str8, str16,
+    str32; map16 and fixmap) is byte for byte ``msgpack.packb`` of the nested dicts,
+    for a plain map, a decoded one and a patched one."""
+    from kartoframe.format import header as header_mod
+    from kartoframe.format import header_partitions
+
+    mapping = {lb: f"ds/{table}/{k}" for lb, k in zip(labels, keys, strict=False)}
+    header = header_mod.DatasetHeader(
+        uuid="ds",
+        partitions=mapping,
+        table_name=table,
+        partition_keys=("p",),
+        storage_format="msgpack",
+        metadata={"creation_time": "2024-01-01", "note": "partitions"},
+        extra={"zz": 1},
+    )
+    if as_map:
+        try:
+            decoded = decode_header(header_mod.encode_header(header), "ds", "msgpack")
+        except KartoframeError:
+            decoded = header
+        header = decoded if isinstance(decoded.partitions, PartitionMap) else header
+    if patched:
+        drop = frozenset(list(header.partitions)[::2])
+        patch = header_partitions.PatchedPartitions.over(
+            header.partitions, drop, {"new/label": "ds/table/new.parquet"}
+        )
+        header = header.replace(partitions=patch)
+    expected = msgpack.packb(header.to_dict(), use_bin_type=True)
+    old = header_partitions.MSGPACK_COLUMNAR_MIN
+    header_partitions.MSGPACK_COLUMNAR_MIN = 1
+    try:
+        canonical, data = header_mod.encode_header_parts(header)
+    finally:
+        header_partitions.MSGPACK_COLUMNAR_MIN = old
+    assert canonical == expected
+    assert zstandard.ZstdDecompressor().decompress(data) == expected
+
+
+def test_a_map_of_65536_partitions_gets_a_map32_header() -> None:
+    from kartoframe.format.header_partitions import msgpack_partitions
+
+    parts = {str(i): f"ds/table/{i}" for i in range(65536)}
+    packed = msgpack.packb({lb: {"files": {"table": k}} for lb, k in parts.items()})
+    assert msgpack_partitions(parts, "table") == packed
+    assert packed[:1] == b"\xdf"
+
+
 def test_a_large_json_header_is_encoded_column_wise() -> None:
     from kartoframe.format import header as header_mod
     from kartoframe.format.header_partitions import JSON_COLUMNAR_MIN, json_partitions
