@@ -7,7 +7,7 @@ Every write path (eager, iterator, dask, Spark, cubes, index and statistics buil
 1. :func:`kartoframe.plan.commit_plan.plan_commit` (pure) validates the chunks against each
    other and the base and says which of the base's side files it merges into;
 2. storage loads them (:func:`~kartoframe.storage.resolve.load_indices`,
-   :func:`~kartoframe.storage.side_files.base_statistics`);
+   :func:`~kartoframe.storage.side_files.kept_statistics`);
 3. the new index and statistics tables are computed (pure) and written by storage
    (:mod:`kartoframe.storage.side_files`);
 4. :func:`kartoframe.format.fold.fold` (pure) folds the header changes into the new header;
@@ -52,7 +52,7 @@ from kartoframe.storage.commit_values import Built, Intent
 from kartoframe.storage.log import current_state
 from kartoframe.storage.resolve import load_indices
 from kartoframe.storage.side_files import (
-    base_statistics,
+    kept_statistics,
     write_index_file,
     write_statistics_file,
 )
@@ -275,14 +275,6 @@ def commit_resolved(
     return commit_write(store, target.uuid, chunks, **target.commit_arguments(), **kwargs)
 
 
-def _kept_labels(partitions: Mapping[str, str], base: LoadedDataset | None) -> list[str]:
-    """Labels of the new header's files that the base has (the same data file)."""
-    if base is None:
-        return []
-    old = base.metadata.partitions
-    return [lb for lb, key in partitions.items() if old.get(lb) == key]
-
-
 def _commit(
     store: Store,
     dataset_uuid: str,
@@ -311,11 +303,7 @@ def _commit(
     if step.action == "merge":
         # only the rows of the base's files the new header keeps (an optimize or a large
         # replacement keeps few: the others' bloom filters are never decoded)
-        old = (
-            base_statistics(store, base, _kept_labels(plan.partitions, base))
-            if step.read_base
-            else None
-        )
+        old = kept_statistics(store, base, plan.partitions) if step.read_base else None
         merged = merged_statistics(plan, step, old)
         if merged is not None:
             key = write_statistics_file(store, dataset_uuid, merged)

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from kartoframe.format.header_partitions import PatchedPartitions
 
-__all__ = ["groups_holding", "live_statistics"]
+__all__ = ["groups_holding", "kept_rows", "live_statistics"]
 
 
 def live_statistics(tables: Sequence[pa.Table], partitions: Mapping[str, str]) -> pa.Table:
@@ -35,6 +35,17 @@ def live_statistics(tables: Sequence[pa.Table], partitions: Mapping[str, str]) -
     else:
         order = [pick[lb] for lb in partitions if lb in pick]
     return table.take(pa.array(order, type=pa.int64()))
+
+
+def kept_rows(tables: Sequence[pa.Table], partitions: Mapping[str, str]) -> pa.Table:
+    """The rows of statistics files (base, then deltas) whose file ``partitions`` lists
+    with the same data file key, in file order: one lookup per row, none per partition.
+    """
+    table = pa.concat_tables(tables, promote_options="permissive")
+    labels = table.column("label").to_pylist()
+    keys = table.column("key").to_pylist()
+    mask = [partitions.get(lb) == k for lb, k in zip(labels, keys, strict=True)]
+    return table.filter(pa.array(mask, type=pa.bool_()))
 
 
 def groups_holding(bounds: Sequence[tuple[str, str] | None], labels: Iterable[str]) -> list[int]:

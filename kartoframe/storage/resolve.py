@@ -46,6 +46,7 @@ __all__ = [
     "loaded_from_state",
     "read_header",
     "statistics_base_columns",
+    "statistics_files",
     "statistics_rows",
 ]
 
@@ -416,6 +417,18 @@ def statistics_base_columns(store: Store, loaded: LoadedDataset) -> list[pa.Tabl
         )
 
     return _reference_files(loaded, read)
+
+
+def statistics_files(store: Store, loaded: LoadedDataset) -> list[pa.Table] | None:
+    """Every row of every file of the dataset's statistics reference, the base file
+    first, then the deltas; None if there is no reference or a file has a newer layout.
+
+    Raises
+    ------
+    CorruptMetadataError
+        A referenced file is missing or cannot be decoded.
+    """
+    return _reference_files(loaded, lambda key: _whole_file(store, key, loaded.metadata.uuid))
 
 
 def _statistics_of(

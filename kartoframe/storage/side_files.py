@@ -9,7 +9,7 @@ writes each under a fresh, timestamped name (:func:`write_index_file`,
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 
 import pyarrow as pa
 
@@ -19,10 +19,28 @@ from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.index import index_to_bytes
 from kartoframe.format.index_group import IndexSource
 from kartoframe.format.statistics import statistics_key, statistics_to_bytes
-from kartoframe.storage.resolve import load_statistics, statistics_rows
+from kartoframe.format.statistics_rows import kept_rows
+from kartoframe.storage.resolve import (
+    load_statistics,
+    statistics_files,
+    statistics_ref,
+    statistics_rows,
+)
 from kartoframe.storage.store import Store
 
-__all__ = ["base_statistics", "with_statistics", "write_index_file", "write_statistics_file"]
+__all__ = [
+    "FEW_STATISTICS_ROWS",
+    "base_statistics",
+    "kept_statistics",
+    "with_statistics",
+    "write_index_file",
+    "write_statistics_file",
+]
+
+#: A base whose statistics describe fewer than one in this many of the new header's
+#: files (a dataset written by plateau, then appended to by kartoframe) has its
+#: statistics files read whole: a lookup per row instead of a pass over every label.
+FEW_STATISTICS_ROWS = 4
 
 
 def _put_fresh(store: Store, data: bytes, key_at: Callable[[str], str], failure: str) -> str:
@@ -76,6 +94,35 @@ def base_statistics(
         return statistics_rows(store, base, labels)
     except CorruptMetadataError:
         return None
+
+
+def kept_statistics(
+    store: Store, base: LoadedDataset | None, partitions: Mapping[str, str]
+) -> pa.Table | None:
+    """The base's statistics rows of the files the new header (``partitions``) keeps,
+    with the same data file key; an unreadable file counts as none (rows become unknown).
+
+    Only the row groups holding these files are decoded; when the base describes few
+    files (see :data:`FEW_STATISTICS_ROWS`), its statistics files are read whole instead,
+    at a cost of their rows rather than of the header's partitions.
+    """
+    if base is None:
+        return None
+    ref = statistics_ref(base.metadata)
+    if (
+        base.statistics is None
+        and ref is not None
+        and ref.partitions * FEW_STATISTICS_ROWS < len(partitions)
+    ):
+        try:
+            tables = statistics_files(store, base)
+        except CorruptMetadataError:
+            return None
+        return kept_rows(tables, partitions) if tables is not None else None
+    old = base.metadata.partitions
+    return base_statistics(
+        store, base, [lb for lb, key in partitions.items() if old.get(lb) == key]
+    )
 
 
 def with_statistics(store: Store, base: LoadedDataset) -> LoadedDataset:

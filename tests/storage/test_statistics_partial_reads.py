@@ -90,3 +90,78 @@ def test_an_optimize_of_most_partitions_keeps_the_others_statistics(memory_store
     assert all(after[lb]["bloom"]["k"] for lb in new)
     assert sum(after[lb]["rows"] for lb in after) == sum(before[lb]["rows"] for lb in before)
     assert kf.check_dataset(UUID, memory_store).ok
+
+
+def test_a_base_describing_few_files_is_read_whole_with_the_same_rows(memory_store) -> None:
+    """A header of many files of which the statistics describe few (plateau wrote the
+    rest) reads its statistics files whole and keeps the rows by lookup; the rows kept
+    are those of the row-group path, and the fold commit stores the same statistics."""
+    from kartoframe.format.header_partitions import PatchedPartitions
+    from kartoframe.format.statistics_rows import live_statistics
+    from kartoframe.storage import side_files
+
+    _build(memory_store)
+    loaded = load_dataset(memory_store, UUID)
+    ref = statistics_ref(loaded.metadata)
+    assert ref is not None and ref.deltas
+    base = loaded.metadata.partitions
+    gone = sorted(base)[::2]  # half the files replaced or removed
+    fresh = {f"p=9/new{i}": f"{UUID}/table/p=9/new{i}.parquet" for i in range(4 * len(base))}
+    fresh[gone[0]] = f"{UUID}/table/{gone[0]}-again.parquet"  # a label given a new file
+    header = PatchedPartitions.over(base, frozenset(gone), fresh)
+    assert ref.partitions * side_files.FEW_STATISTICS_ROWS < len(header)
+    few = side_files.kept_statistics(memory_store, loaded, header)
+    old_rule = side_files.FEW_STATISTICS_ROWS
+    side_files.FEW_STATISTICS_ROWS = 10**9  # never "few": the row-group path
+    try:
+        by_groups = side_files.kept_statistics(memory_store, loaded, header)
+    finally:
+        side_files.FEW_STATISTICS_ROWS = old_rule
+    assert few is not None and by_groups is not None
+    a, b = live_statistics([few], header), live_statistics([by_groups], header)
+    assert a.to_pylist() == b.to_pylist()
+    kept = [lb for lb in base if lb not in gone]
+    assert sorted(a.column("label").to_pylist()) == sorted(kept)
+
+
+def test_appends_to_a_plateau_dataset_fold_their_statistics_right(tmp_path, monkeypatch) -> None:
+    """Files without statistics (plateau wrote them), then kartoframe appends: the fold
+    of their deltas (the few-rows path) keeps exactly the appended files' rows, in
+    header order."""
+    import pytest
+
+    from kartoframe.format.statistics import MAX_STATISTICS_DELTAS
+
+    plateau = pytest.importorskip("plateau.api.dataset")
+    url = str(tmp_path / "store")
+    from kartoframe.storage import side_files
+
+    whole_reads = []
+    read_whole = side_files.statistics_files
+    monkeypatch.setattr(
+        side_files,
+        "statistics_files",
+        lambda store, loaded: whole_reads.append(1) or read_whole(store, loaded),
+    )
+    df = pd.DataFrame({"p": range(200), "k": range(200), "day": -1})
+    plateau.store_dataframes_as_dataset(
+        store=f"hfs://{url}", dataset_uuid=UUID, dfs=[df], partition_on=["p"]
+    )
+    for day in range(MAX_STATISTICS_DELTAS + 3):
+        kf.update_dataset_from_dataframes(
+            [_day(day, rows=3)], store=url, dataset_uuid=UUID, partition_on=["p"]
+        )
+    store = kf.ensure_store(url)
+    loaded = load_dataset(store, UUID)
+    ref = statistics_ref(loaded.metadata)
+    assert ref is not None and len(ref.deltas) < MAX_STATISTICS_DELTAS  # folded once
+    stats = load_statistics(store, loaded).statistics
+    assert stats is not None
+    live = loaded.metadata.partitions
+    described = stats.column("label").to_pylist()
+    assert whole_reads == [1]  # the fold read the few rows whole
+    assert len(described) == len(set(described)) == len(live) - 200  # the appended files
+    keys = stats.column("key").to_pylist()
+    assert all(live[lb] == k for lb, k in zip(described, keys, strict=True))
+    assert described == [lb for lb in live if lb in set(described)]  # header order
+    assert kf.check_dataset(UUID, store).ok
