@@ -55,66 +55,57 @@ def make_entry(
     :func:`~kartoframe.format.header_stamp.header_digest` of ``header`` if the caller
     has it already (it encoded the header).
     """
-    patch = (
-        _patch_of(previous, header)
-        if previous is not None and header is not None and not force_reset
-        else None
+    reset, added, removed, fresh = _diff(previous, header, force_reset)
+    if header is None:  # deleted
+        fmt: naming.MetadataFormat = previous.storage_format if previous is not None else "json"
+        doc, explicit, sha, schema = None, True, None, None
+    else:
+        fmt, doc, explicit = header.storage_format, _header_doc(header), header.explicit_partitions
+        sha = header_sha256 if header_sha256 is not None else header_digest(header)
+    return LogEntry(
+        version,
+        timestamp,
+        operation,
+        dict(parameters),
+        writer,
+        dict(commit_info) if commit_info is not None else None,
+        app_id,
+        app_version,
+        reset,
+        tuple(added),
+        tuple(removed),
+        header is None,
+        fmt,
+        doc,
+        explicit,
+        sha,
+        schema,
+        reverts,
+        external,
+        foreign_sha256,
+        fresh,
+        changes=changes,
     )
-    if patch is not None:
-        assert header is not None
-        removed, added = patch
-        return _entry(
-            version,
-            timestamp,
-            operation,
-            parameters,
-            writer,
-            commit_info,
-            app_id,
-            app_version,
-            False,
-            added,
-            removed,
-            header,
-            header_sha256,
-            schema,
-            reverts,
-            external,
-            foreign_sha256,
-            None,
-            changes,
-        )
+
+
+def _diff(
+    previous: DatasetHeader | None, header: DatasetHeader | None, force_reset: bool
+) -> tuple[bool, list[tuple[str, str]], list[str], tuple[str, ...] | None]:
+    """``(reset, added, removed, fresh)`` of an entry: the patch of a derived header, else
+    the comparison of the two maps (a deletion removes every partition).
+    """
+    if previous is not None and header is not None and not force_reset:
+        patch = _patch_of(previous, header)
+        if patch is not None:
+            removed, added = patch
+            return False, added, removed, None
     prev_parts: dict[str, str] = (
         partitions_dict(previous.partitions)
         if previous is not None and previous.explicit_partitions
         else {}
     )
-    fresh: tuple[str, ...] | None = None
-    if header is None:  # deleted: every partition of the previous version goes
-        return LogEntry(
-            version,
-            timestamp,
-            operation,
-            dict(parameters),
-            writer,
-            dict(commit_info) if commit_info is not None else None,
-            app_id,
-            app_version,
-            True,
-            (),
-            tuple(prev_parts),
-            True,
-            previous.storage_format if previous is not None else "json",
-            None,
-            True,
-            None,
-            None,
-            reverts,
-            external,
-            foreign_sha256,
-            None,
-            changes=changes,
-        )
+    if header is None:
+        return True, [], list(prev_parts), None
     new_parts = partitions_dict(header.partitions) if header.explicit_partitions else {}
     removed = [lb for lb, k in prev_parts.items() if new_parts.get(lb) != k]
     added = [(lb, k) for lb, k in new_parts.items() if prev_parts.get(lb) != k]
@@ -124,32 +115,13 @@ def make_entry(
         replay = {lb: k for lb, k in prev_parts.items() if lb not in gone}
         replay.update(added)
         reset = list(replay.items()) != list(new_parts.items())
+    fresh: tuple[str, ...] | None = None
     if reset:
         fresh = tuple(lb for lb, _ in added)
         added = list(new_parts.items())
         if len(fresh) == len(added):
             fresh = None
-    return _entry(
-        version,
-        timestamp,
-        operation,
-        parameters,
-        writer,
-        commit_info,
-        app_id,
-        app_version,
-        reset,
-        added,
-        removed,
-        header,
-        header_sha256,
-        schema,
-        reverts,
-        external,
-        foreign_sha256,
-        fresh,
-        changes,
-    )
+    return reset, added, removed, fresh
 
 
 def _patch_of(
@@ -166,54 +138,6 @@ def _patch_of(
     ):
         return None
     return parts.change_of(previous.partitions)
-
-
-def _entry(
-    version: int,
-    timestamp: int,
-    operation: str,
-    parameters: Mapping[str, Any],
-    writer: str,
-    commit_info: Mapping[str, Any] | None,
-    app_id: str | None,
-    app_version: int | None,
-    reset: bool,
-    added: list[tuple[str, str]],
-    removed: list[str],
-    header: DatasetHeader,
-    sha: str | None,
-    schema: bytes | None,
-    reverts: int | None,
-    external: bool,
-    foreign_sha256: str | None,
-    fresh: tuple[str, ...] | None,
-    changes: tuple[str, ...] | None,
-) -> LogEntry:
-    """The entry of a new version with ``header``."""
-    return LogEntry(
-        version,
-        timestamp,
-        operation,
-        dict(parameters),
-        writer,
-        dict(commit_info) if commit_info is not None else None,
-        app_id,
-        app_version,
-        reset,
-        tuple(added),
-        tuple(removed),
-        False,
-        header.storage_format,
-        _header_doc(header),
-        header.explicit_partitions,
-        sha if sha is not None else header_digest(header),
-        schema,
-        reverts,
-        external,
-        foreign_sha256,
-        fresh,
-        changes=changes,
-    )
 
 
 def _partition_map(partitions: Mapping[str, str]) -> dict[str, Any]:

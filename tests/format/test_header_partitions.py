@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from test_header_decode_paths import _outcome, _untyped  # the untyped path, an outcome
 
 from kartoframe.errors import KartoframeError
+from kartoframe.format import header as header_mod
 from kartoframe.format.header import decode_header
 from kartoframe.format.header_partitions import PartitionMap, columnar_partitions, partitions_dict
 
@@ -202,6 +203,22 @@ TEXT = st.one_of(
 )
 
 
+def _encoding_case(
+    labels: list[str], keys: list[str], table: str, fmt: str, note: str
+) -> header_mod.DatasetHeader:
+    """A header of ``labels`` -> keys in ``table`` whose metadata holds ``note`` (text
+    that looks like the placeholder the encoder splices at)."""
+    return header_mod.DatasetHeader(
+        uuid="ds",
+        partitions={lb: f"ds/{table}/{k}" for lb, k in zip(labels, keys, strict=False)},
+        table_name=table,
+        partition_keys=("p",),
+        storage_format=fmt,  # type: ignore[arg-type]
+        metadata={"creation_time": "2024-01-01", "note": note},
+        extra={"zz": 1},
+    )
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     labels=st.lists(TEXT, min_size=1, max_size=8, unique=True),
@@ -217,15 +234,7 @@ def test_column_wise_json_encoding_is_orjsons(
     from kartoframe.format import header as header_mod
     from kartoframe.format import header_partitions
 
-    mapping = {lb: f"ds/{table}/{k}" for lb, k in zip(labels, keys, strict=False)}
-    header = header_mod.DatasetHeader(
-        uuid="ds",
-        partitions=mapping,
-        table_name=table,
-        partition_keys=("p",),
-        metadata={"creation_time": "2024-01-01", "note": '"partitions":"x"'},
-        extra={"zz": 1},
-    )
+    header = _encoding_case(labels, keys, table, "json", '"partitions":"x"')
     if as_map:  # the same header decoded column-wise, when it is valid and its keys allow it
         try:
             decoded = decode_header(
@@ -266,16 +275,7 @@ def test_column_wise_msgpack_packing_is_msgpacks(
     from kartoframe.format import header as header_mod
     from kartoframe.format import header_partitions
 
-    mapping = {lb: f"ds/{table}/{k}" for lb, k in zip(labels, keys, strict=False)}
-    header = header_mod.DatasetHeader(
-        uuid="ds",
-        partitions=mapping,
-        table_name=table,
-        partition_keys=("p",),
-        storage_format="msgpack",
-        metadata={"creation_time": "2024-01-01", "note": "partitions"},
-        extra={"zz": 1},
-    )
+    header = _encoding_case(labels, keys, table, "msgpack", "partitions")
     if as_map:
         try:
             decoded = decode_header(header_mod.encode_header(header), "ds", "msgpack")
