@@ -13,12 +13,16 @@ from typing import Any
 
 from kartoframe.errors import CorruptMetadataError, UnsupportedVersionError
 from kartoframe.format import naming
-from kartoframe.format.header import DatasetHeader, metadata_from_dict
-from kartoframe.format.header_partitions import PatchedPartitions, partitions_dict
-from kartoframe.format.header_stamp import header_digest
+from kartoframe.format.header import DatasetHeader, encode_header_parts, metadata_from_dict
+from kartoframe.format.header_partitions import (
+    PatchedPartitions,
+    joined_keys_safe,
+    partitions_dict,
+)
+from kartoframe.format.header_stamp import bytes_digest, header_digest
 from kartoframe.format.txlog import LogEntry
 
-__all__ = ["apply_entry", "make_entry"]
+__all__ = ["apply_entry", "make_entry", "verify_replayed"]
 
 
 def _header_doc(header: DatasetHeader) -> dict[str, Any]:
@@ -152,23 +156,70 @@ def _rebuild(
     fmt: naming.MetadataFormat,
     where: str,
 ) -> DatasetHeader:
+    checked: tuple[Mapping[str, str], str] | None = None
+    if partitions:
+        # keys were checked when decoded (the entry, or the previous header): only the
+        # table, the second component of every key, is left to agree
+        tables = {key.split("/", 2)[1] if "/" in key else None for key in partitions.values()}
+        if len(tables) == 1 and None not in tables:
+            checked = partitions, str(tables.pop())
     raw: dict[str, Any] = {}
     for k, v in doc.items():
-        if k == "partition_keys" and partitions is not None:
+        if k == "partition_keys" and partitions is not None and checked is None:
             raw["partitions"] = _partition_map(partitions)
         raw[k] = v
-    if partitions is not None and "partitions" not in raw:
+    if partitions is not None and checked is None and "partitions" not in raw:
         raw["partitions"] = _partition_map(partitions)
     try:
-        return metadata_from_dict(raw, dataset_uuid, fmt)
+        return metadata_from_dict(raw, dataset_uuid, fmt, checked_partitions=checked)
+    except (CorruptMetadataError, UnsupportedVersionError) as e:
+        raise type(e)(f"{e} (rebuilt from {where})") from e
+
+
+def _patched(
+    previous: DatasetHeader, entry: LogEntry, dataset_uuid: str, where: str
+) -> DatasetHeader | None:
+    """The header of a diff entry on an explicit ``previous`` built as a patch of its
+    partitions, only the added keys checked (O(change)); None when the entry needs the
+    whole-map rebuild (another table, a key the fast check refuses, an added label still
+    listed, no partition left): that path checks everything and names what is wrong.
+    """
+    table = previous.table_name
+    added = dict(entry.add)
+    if added:
+        keys = list(added.values())
+        if not all(k.split("/")[1:2] == [table] for k in keys):
+            return None
+        if not joined_keys_safe("\n".join(keys).encode("utf-8"), len(keys), dataset_uuid):
+            return None
+    try:
+        parts = PatchedPartitions.over(previous.partitions, frozenset(entry.remove), added)
+    except KeyError:
+        return None
+    if not parts:  # no partition left: the table name comes from the rebuild's default
+        return None
+    assert entry.header_doc is not None
+    try:
+        return metadata_from_dict(
+            dict(entry.header_doc),
+            dataset_uuid,
+            entry.header_format,
+            checked_partitions=(parts, table),
+        )
     except (CorruptMetadataError, UnsupportedVersionError) as e:
         raise type(e)(f"{e} (rebuilt from {where})") from e
 
 
 def apply_entry(
-    previous: DatasetHeader | None, entry: LogEntry, dataset_uuid: str
+    previous: DatasetHeader | None, entry: LogEntry, dataset_uuid: str, *, verify: bool = True
 ) -> DatasetHeader | None:
     """The header of ``entry.version``: ``entry`` replayed on ``previous`` (None: deleted).
+
+    A diff on a header that lists its partitions costs what the entry changes: the new
+    header's partitions patch the previous ones. ``verify`` checks the result against
+    the digest the committer recorded (an encoding of the whole header); a replay of
+    several entries checks the last one only (:func:`verify_replayed`), whose header
+    depends on every entry before it.
 
     Raises
     ------
@@ -179,6 +230,46 @@ def apply_entry(
     where = f"log entry {entry.version} of dataset {dataset_uuid!r}"
     if entry.deleted:
         return None
+    assert entry.header_doc is not None
+    header: DatasetHeader | None = None
+    if (
+        not entry.reset
+        and previous is not None
+        and previous.explicit_partitions
+        and entry.explicit_partitions
+    ):
+        header = _patched(previous, entry, dataset_uuid, where)
+    if header is None:
+        header = _rebuilt(previous, entry, dataset_uuid, where)
+    if verify:
+        verify_replayed(header, entry, dataset_uuid)
+    return header
+
+
+def verify_replayed(header: DatasetHeader, entry: LogEntry, dataset_uuid: str) -> bytes:
+    """Check a replayed ``header`` against the digest ``entry`` recorded; return its
+    file bytes (encoded once for both).
+
+    Raises
+    ------
+    CorruptMetadataError
+        The digests differ: an entry is missing, was edited, or belongs to another
+        history.
+    """
+    canonical, data = encode_header_parts(header)
+    if bytes_digest(canonical) != entry.header_sha256:
+        raise CorruptMetadataError(
+            f"Corrupt transaction log of dataset {dataset_uuid!r}: replaying entry "
+            f"{entry.version} does not give the header its committer recorded (an entry is "
+            "missing, was edited, or belongs to another history)."
+        )
+    return data
+
+
+def _rebuilt(
+    previous: DatasetHeader | None, entry: LogEntry, dataset_uuid: str, where: str
+) -> DatasetHeader:
+    """The header of ``entry`` rebuilt from whole maps, every key checked."""
     assert entry.header_doc is not None
     if entry.reset:
         parts: dict[str, str] = {}
@@ -191,17 +282,10 @@ def apply_entry(
         for lb in entry.remove:
             parts.pop(lb, None)
     parts.update(entry.add)
-    header = _rebuild(
+    return _rebuild(
         entry.header_doc,
         parts if entry.explicit_partitions else None,
         dataset_uuid,
         entry.header_format,
         where,
     )
-    if header_digest(header) != entry.header_sha256:
-        raise CorruptMetadataError(
-            f"Corrupt transaction log of dataset {dataset_uuid!r}: replaying entry "
-            f"{entry.version} does not give the header its committer recorded (an entry is "
-            "missing, was edited, or belongs to another history)."
-        )
-    return header

@@ -62,6 +62,7 @@ from kartoframe.format.header import (
     kartoframe_section,
     metadata_from_dict,
 )
+from kartoframe.format.header_partitions import joined_keys_safe
 from kartoframe.format.header_stamp import bytes_digest, header_digest
 from kartoframe.format.log_doc import (
     PROTOCOL,
@@ -279,6 +280,37 @@ def _loads(data: bytes, where: str) -> Any:
         raise CorruptMetadataError(f"Cannot decode {where}: {e}") from e
 
 
+#: Pairs from which :func:`_plain_pairs` checks an entry's additions all at once.
+PLAIN_PAIRS_MIN = 64
+
+
+def _plain_pairs(pairs: list[Any], dataset_uuid: str) -> list[tuple[str, str]] | None:
+    """An entry's ``add`` list checked with C-level passes over all of it (a reset entry
+    lists every partition of the dataset), or None: the caller checks pair by pair.
+
+    Every pair is ``[label, key]`` of two strings; labels are non-empty, without NUL and
+    not absolute; keys keep the header decoders' rules
+    (:func:`~kartoframe.format.header_partitions.joined_keys_safe`).
+    """
+    n = len(pairs)
+    if n < PLAIN_PAIRS_MIN or set(map(type, pairs)) != {list} or set(map(len, pairs)) != {2}:
+        return None
+    labels, keys = [p[0] for p in pairs], [p[1] for p in pairs]
+    if set(map(type, labels)) != {str} or set(map(type, keys)) != {str}:
+        return None
+    joined = "\n".join(labels)
+    if "" in labels or "\x00" in joined or joined.startswith("/") or "\n/" in joined:
+        return None
+    if joined.count("\n") != n - 1:  # a label holding a newline: checked one by one
+        return None
+    try:
+        if not joined_keys_safe("\n".join(keys).encode("utf-8"), n, dataset_uuid):
+            return None
+    except UnicodeEncodeError:
+        return None
+    return list(zip(labels, keys, strict=True))
+
+
 def decode_entry(data: bytes, dataset_uuid: str, version: int) -> LogEntry:
     """Decode and validate log entry ``version`` of a dataset.
 
@@ -310,12 +342,15 @@ def decode_entry(data: bytes, dataset_uuid: str, version: int) -> LogEntry:
     reset = r.get("reset", bool, "a boolean")
     deleted = r.get("deleted", bool, "a boolean")
     remove = tuple(check_label(lb, r, "remove") for lb in r.get("remove", list, "a list"))
-    add: list[tuple[str, str]] = []
-    for pair in r.get("add", list, "a list"):
-        if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], str)):
-            r.fail("add", "a list of [label, key] pairs", pair)
-        label = check_label(pair[0], r, "add")
-        add.append((label, naming.check_key_inside(pair[1], dataset_uuid)))
+    pairs = r.get("add", list, "a list")
+    add = _plain_pairs(pairs, dataset_uuid)
+    if add is None:  # the checked path: names the bad pair
+        add = []
+        for pair in pairs:
+            if not (isinstance(pair, list) and len(pair) == 2 and isinstance(pair[1], str)):
+                r.fail("add", "a list of [label, key] pairs", pair)
+            label = check_label(pair[0], r, "add")
+            add.append((label, naming.check_key_inside(pair[1], dataset_uuid)))
     fmt = r.get("header_format", str, "'json' or 'msgpack'")
     if fmt not in ("json", "msgpack"):
         r.fail("header_format", "'json' or 'msgpack'", fmt)

@@ -23,7 +23,7 @@ from kartoframe.errors import (
 from kartoframe.format import naming
 from kartoframe.format.header import DatasetHeader, decode_header, encode_header
 from kartoframe.format.header_stamp import header_log
-from kartoframe.format.log_diff import apply_entry
+from kartoframe.format.log_diff import apply_entry, verify_replayed
 from kartoframe.format.txlog import (
     CHECKPOINT_INTERVAL,
     Checkpoint,
@@ -161,11 +161,13 @@ def roll_forward(
     version: int,
     *,
     stop: int | None = None,
-) -> tuple[DatasetHeader | None, int, bytes | None, int | None, tuple[LogEntry, ...]]:
+) -> tuple[DatasetHeader | None, int, bytes | None, int | None, tuple[LogEntry, ...], bytes | None]:
     """Apply the entries after ``version`` (up to ``stop``) to ``header``.
 
     Returns the header, its version, the newest schema bytes met (or None), the
-    timestamp of the last applied entry (or None) and the applied entries.
+    timestamp of the last applied entry (or None), the applied entries and the encoded
+    header (None if no entry was applied or the dataset was deleted). Only the last
+    header is checked against its recorded digest: it depends on every entry.
     """
     entries: list[LogEntry] = []
     schema: bytes | None = None
@@ -174,13 +176,16 @@ def roll_forward(
         entry = read_entry(store, dataset_uuid, version + 1)
         if entry is None:
             break
-        header = apply_entry(header, entry, dataset_uuid)
+        header = apply_entry(header, entry, dataset_uuid, verify=False)
         version += 1
         entries.append(entry)
         ts = entry.timestamp
         if entry.schema is not None:
             schema = entry.schema
-    return header, version, schema, ts, tuple(entries)
+    data = None
+    if header is not None and entries:  # the last header depends on every entry
+        data = verify_replayed(header, entries[-1], dataset_uuid)
+    return header, version, schema, ts, tuple(entries), data
 
 
 def current_state(
@@ -205,7 +210,9 @@ def current_state(
     if hlog is None:
         return State(None, header, raw, None, None, None)
     try:
-        new, version, schema, ts, entries = roll_forward(store, dataset_uuid, header, hlog.version)
+        new, version, schema, ts, entries, data = roll_forward(
+            store, dataset_uuid, header, hlog.version
+        )
     except CorruptMetadataError:
         # the stored header was edited (it no longer is the version it names), and newer
         # entries were committed on the log's version: the log decides
@@ -214,7 +221,8 @@ def current_state(
         return State(hlog.version, header, raw, None, hlog.timestamp, hlog.version)
     if new is None:
         return None
-    return State(version, new, encode_header(new), schema, ts, hlog.version, entries)
+    assert data is not None
+    return State(version, new, data, schema, ts, hlog.version, entries)
 
 
 def _state_from_log(store: Store, dataset_uuid: str) -> State | None:
@@ -308,13 +316,15 @@ def state_at(store: Store, dataset_uuid: str, version: int) -> State:
         c -= 1
     header = base
     for entry in reversed(chain):
-        header = apply_entry(header, entry, dataset_uuid)
+        header = apply_entry(header, entry, dataset_uuid, verify=False)
         ts = entry.timestamp
         if entry.schema is not None:
             schema = entry.schema
     if header is None:
         return State(version, None, None, None, ts, None, tuple(reversed(chain)))
-    return State(version, header, encode_header(header), schema, ts, None, tuple(reversed(chain)))
+    # the header of the last entry depends on every entry before it: checked once
+    data = verify_replayed(header, chain[0], dataset_uuid) if chain else encode_header(header)
+    return State(version, header, data, schema, ts, None, tuple(reversed(chain)))
 
 
 def version_as_of(store: Store, dataset_uuid: str, timestamp_ms: int) -> int:
