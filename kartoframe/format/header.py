@@ -37,6 +37,7 @@ __all__ = [
     "KARTOFRAME_KEY",
     "MAX_HEADER_BYTES",
     "DatasetHeader",
+    "decode_canonical",
     "decode_header",
     "encode_header",
     "encode_header_parts",
@@ -443,6 +444,25 @@ def _decode(
                 limit = MAX_HEADER_BYTES
                 raise ValueError(f"it declares {declared} bytes, over the {limit}-byte limit")
             doc = zstandard.ZstdDecompressor().decompress(data, max_output_size=MAX_HEADER_BYTES)
+    except (zstandard.ZstdError, ValueError) as e:
+        raise CorruptMetadataError(
+            f"Cannot decode the {storage_format} header of dataset {dataset_uuid!r}: {e}"
+        ) from e
+    return decode_canonical(doc, dataset_uuid, storage_format, default_table)
+
+
+def decode_canonical(
+    doc: bytes, dataset_uuid: str, storage_format: MetadataFormat, default_table: str = "table"
+) -> DatasetHeader:
+    """Decode a header's canonical bytes: JSON, or msgpack before compression (what a
+    checkpoint holds).
+
+    Raises
+    ------
+    CorruptMetadataError
+        The bytes are not a valid header.
+    """
+    try:
         typed = _decode_typed(doc, storage_format, dataset_uuid)
         if typed is not None:
             raw, checked = typed
@@ -452,7 +472,6 @@ def _decode(
             raw, checked = msgpack.unpackb(doc, raw=False, strict_map_key=False), None
     except (
         orjson.JSONDecodeError,
-        zstandard.ZstdError,
         ValueError,
         TypeError,  # msgpack: unhashable map key
         msgpack.UnpackException,

@@ -46,6 +46,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
 import orjson
 
 from kartoframe.errors import (
@@ -58,9 +59,9 @@ from kartoframe.format import naming
 from kartoframe.format.changes import is_change_file
 from kartoframe.format.header import (
     DatasetHeader,
+    decode_canonical,
     encode_header_parts,
     kartoframe_section,
-    metadata_from_dict,
 )
 from kartoframe.format.header_partitions import joined_keys_safe
 from kartoframe.format.header_stamp import bytes_digest, header_digest
@@ -470,7 +471,12 @@ def decode_checkpoint(data: bytes, dataset_uuid: str, version: int) -> Checkpoin
         As :func:`decode_entry`.
     """
     where = f"checkpoint {version} of dataset {dataset_uuid!r}"
-    r = DocReader(_loads(data, where), where)
+    fields = _loads_fields(data, where)
+    header_raw = fields.pop("header", None)
+    try:
+        r = DocReader({k: orjson.loads(memoryview(v)) for k, v in fields.items()}, where)
+    except orjson.JSONDecodeError as e:  # pragma: no cover - msgspec checked the syntax
+        raise CorruptMetadataError(f"Cannot decode {where}: {e}") from e
     check_protocol(r.doc.get(_CHECKPOINT_MARK), where, _CHECKPOINT_MARK)
     if check_int(r.doc.get("version"), where, "version") != version:
         raise CorruptMetadataError(f"Corrupt {where}: wrong version number.")
@@ -482,18 +488,50 @@ def decode_checkpoint(data: bytes, dataset_uuid: str, version: int) -> Checkpoin
     fmt = r.get("header_format", str, "'json' or 'msgpack'")
     if fmt not in ("json", "msgpack"):
         r.fail("header_format", "'json' or 'msgpack'", fmt)
-    doc = decode_doc(r, "header", fmt)
+    canonical = _checkpoint_header(header_raw, r, fmt)
     table = r.opt("table", str, "a string") or "table"
     try:
-        header = metadata_from_dict(doc, dataset_uuid, fmt, default_table=table)
+        header = decode_canonical(canonical, dataset_uuid, fmt, default_table=table)
     except (CorruptMetadataError, UnsupportedVersionError) as e:
         raise type(e)(f"{e} (in {where})") from e
     sha = r.get("header_sha256", str, "a hex digest")
-    if header_digest(header) != sha:
+    # the bytes as written are the canonical encoding (checked without encoding again);
+    # a checkpoint written with other spacing is checked by encoding the decoded header
+    if bytes_digest(canonical) != sha and header_digest(header) != sha:
         raise CorruptMetadataError(f"Corrupt {where}: the header does not match its digest.")
     if schema is None:
         r.fail("schema", "base64", None)
     return Checkpoint(version, timestamp, header, schema)
+
+
+_FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def _loads_fields(data: bytes, where: str) -> dict[str, msgspec.Raw]:
+    """A JSON document's top-level fields, their values undecoded."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise CorruptMetadataError(f"Corrupt {where}: not bytes.")
+    if len(data) > MAX_LOG_BYTES:
+        raise CorruptMetadataError(
+            f"Corrupt {where}: {len(data)} bytes, over the {MAX_LOG_BYTES}-byte limit."
+        )
+    try:
+        return _FIELDS.decode(data)
+    except (msgspec.DecodeError, UnicodeDecodeError) as e:
+        raise CorruptMetadataError(f"Cannot decode {where}: {e}") from e
+
+
+def _checkpoint_header(raw: msgspec.Raw | None, r: DocReader, fmt: str) -> bytes:
+    """The canonical bytes of a checkpoint's header: the JSON object as written, or the
+    msgpack bytes its base64 string holds.
+    """
+    if fmt == "json":
+        data = bytes(raw) if raw is not None else b"null"
+        if not data.lstrip().startswith(b"{"):
+            r.fail("header", "a JSON object", orjson.loads(data))
+        return data
+    r.doc["header"] = orjson.loads(bytes(raw)) if raw is not None else None
+    return b64_field(r.get("header", str, "base64 msgpack"), r, "header")
 
 
 # ---------------------------------------------------------------------------- times

@@ -384,3 +384,27 @@ def test_every_version_replays_to_the_header_its_committer_recorded(tmp_path: An
         rows = kf.read_table("tt", store, version=v)
         removed = sum(1 for i in range(v) if i % 3 == 0)
         assert len(rows) == n + v - removed
+
+
+@pytest.mark.parametrize("fmt", ["json", "msgpack"])
+def test_checkpoints_decode_through_the_header_decoder(fmt: str) -> None:
+    """A checkpoint's header is decoded from its bytes (column-wise when large) and
+    checked by their digest; one re-spaced by another writer is checked by encoding."""
+    header = seal_header(stamp_header(_base_header(JSON_COLUMNAR_MIN + 5, fmt), 10, 5, {})).header
+    data = txlog.encode_checkpoint(10, 5, header, b"schema")
+    back = txlog.decode_checkpoint(data, "ds", 10)
+    assert back.header is not None and encode_header(back.header) == encode_header(header)
+    assert isinstance(back.header.partitions, PartitionMap)
+    spaced = json.dumps(json.loads(data), indent=1).encode()
+    again = txlog.decode_checkpoint(spaced, "ds", 10)
+    assert again.header is not None and encode_header(again.header) == encode_header(header)
+    doc = json.loads(data)
+    if fmt == "json":
+        doc["header"]["partitions"].popitem()
+        with pytest.raises(KartoframeError, match="digest"):
+            txlog.decode_checkpoint(json.dumps(doc).encode(), "ds", 10)
+        doc["header"] = "not an object"
+    else:
+        doc["header"] = {"not": "base64"}
+    with pytest.raises(KartoframeError, match="'header' must be"):
+        txlog.decode_checkpoint(json.dumps(doc).encode(), "ds", 10)
