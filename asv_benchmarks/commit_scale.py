@@ -16,6 +16,11 @@ tenth version writes a checkpoint and every ninth append folds the statistics de
 the max shows them). The growth between sizes is the point: the header (decode, encode,
 hash, write) is the floor both systems pay while plateau must see every commit.
 
+After its appends, kartoframe reads versions 9 (rebuilt from the first entry, which
+lists every partition, and 9 diffs), 10 (a checkpoint) and the newest (the checkpoint
+and the diffs after it), opening and planning only (a partition predicate that selects
+nothing).
+
 Run it with::
 
     .venv/bin/python asv_benchmarks/commit_scale.py --data-dir bench-data
@@ -85,8 +90,29 @@ APPENDERS: dict[str, Callable[[Path, pd.DataFrame], None]] = {
 }
 
 
-def time_appends(source: Path, system: str, appends: int, scratch: Path) -> list[float]:
-    """Seconds of ``appends`` appends by ``system`` to a fresh copy of ``source``."""
+#: A partition predicate that selects nothing: a read that opens and plans only.
+NOTHING = [[("country", "==", "__none__")]]
+
+
+def _time_travel(store: Path, versions: Sequence[int]) -> dict[str, float]:
+    """Seconds of kartoframe reading each of ``versions`` (open and plan only)."""
+    import kartoframe as kf
+
+    out = {}
+    for v in versions:
+        t = time.perf_counter()
+        kf.read_table(systems.UUID, str(store), predicates=NOTHING, version=v)
+        out[f"version {v}"] = time.perf_counter() - t
+    return out
+
+
+def time_appends(
+    source: Path, system: str, appends: int, scratch: Path
+) -> tuple[list[float], dict[str, float]]:
+    """Seconds of ``appends`` appends by ``system`` to a fresh copy of ``source``, and of
+    kartoframe's reads of past versions afterwards (the one before the first checkpoint,
+    the checkpoint's, the newest: as many of them as exist).
+    """
     tmp = Path(tempfile.mkdtemp(dir=scratch))
     try:
         store = tmp / "store"
@@ -97,7 +123,11 @@ def time_appends(source: Path, system: str, appends: int, scratch: Path) -> list
             t = time.perf_counter()
             APPENDERS[system](store, df)
             out.append(time.perf_counter() - t)
-        return out
+        travel: dict[str, float] = {}
+        if system == "kartoframe":
+            # version 0 records plateau's header; the appends are versions 1..appends
+            travel = _time_travel(store, sorted({v for v in (9, 10, appends) if v <= appends}))
+        return out, travel
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -137,12 +167,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             line = [f"{fmt:8s} {n:>9,} partitions"]
             for system in a.systems.split(","):
                 count = a.appends if system == "kartoframe" else a.peer_appends
-                s = summary(time_appends(source, system, count, a.data_dir))
-                results.append({"format": fmt, "partitions": n, "system": system, **s})
+                times, travel = time_appends(source, system, count, a.data_dir)
+                s = summary(times)
+                results.append(
+                    {"format": fmt, "partitions": n, "system": system, **s, "time_travel": travel}
+                )
                 line.append(
                     f"{system}: first {s['first']:.3f} s, median {s['median']:.3f} s "
                     f"(min {s['min']:.3f}, max {s['max']:.3f})"
                 )
+                if travel:
+                    line.append(
+                        "reads of " + ", ".join(f"{k} {v:.3f} s" for k, v in travel.items())
+                    )
                 if system == "kartoframe":
                     if previous is not None:
                         line.append(f"growth x{s['median'] / previous:.1f}")

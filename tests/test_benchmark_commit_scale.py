@@ -16,7 +16,7 @@ def test_commit_scale_appends_with_both_systems(tmp_path: pathlib.Path) -> None:
         "commit_scale.py",
         "--partitions", "2500,5000",
         "--formats", "json",
-        "--appends", "3",
+        "--appends", "11",
         "--peer-appends", "2",
         "--data-dir", str(tmp_path / "data"),
         "--json", str(out),
@@ -28,6 +28,12 @@ def test_commit_scale_appends_with_both_systems(tmp_path: pathlib.Path) -> None:
     }
     for r in results:
         assert 0 < r["min"] <= r["median"] <= r["max"] and r["first"] > 0
+        travel = r["time_travel"]
+        if r["system"] == "kartoframe":  # before, at and after the first checkpoint
+            assert sorted(travel) == ["version 10", "version 11", "version 9"]
+            assert all(t > 0 for t in travel.values())
+        else:
+            assert travel == {}
     assert "growth x" in proc.stdout
     # the cached source dataset was appended to on copies only: still plateau's header
     sources = list((tmp_path / "data").glob("header-*/written-by-plateau"))
