@@ -268,13 +268,18 @@ def encode_entry(entry: LogEntry) -> bytes:
     return dump_doc(doc, f"log entry {entry.version}")
 
 
-def _loads(data: bytes, where: str) -> Any:
+def _check_size(data: object, where: str) -> None:
+    """A log document must be bytes, at most :data:`MAX_LOG_BYTES` of them."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise CorruptMetadataError(f"Corrupt {where}: not bytes.")
     if len(data) > MAX_LOG_BYTES:
         raise CorruptMetadataError(
             f"Corrupt {where}: {len(data)} bytes, over the {MAX_LOG_BYTES}-byte limit."
         )
+
+
+def _loads(data: bytes, where: str) -> Any:
+    _check_size(data, where)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as e:
@@ -509,12 +514,7 @@ _FIELDS = msgspec.json.Decoder(dict[str, msgspec.Raw])
 
 def _loads_fields(data: bytes, where: str) -> dict[str, msgspec.Raw]:
     """A JSON document's top-level fields, their values undecoded."""
-    if not isinstance(data, bytes | bytearray | memoryview):
-        raise CorruptMetadataError(f"Corrupt {where}: not bytes.")
-    if len(data) > MAX_LOG_BYTES:
-        raise CorruptMetadataError(
-            f"Corrupt {where}: {len(data)} bytes, over the {MAX_LOG_BYTES}-byte limit."
-        )
+    _check_size(data, where)
     try:
         return _FIELDS.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as e:

@@ -274,6 +274,29 @@ class _NoWalk(dict[str, str]):
         raise AssertionError("walked the whole base")
 
 
+def _append_entry(
+    previous: DatasetHeader, removed: frozenset[str], label: str
+) -> tuple[DatasetHeader, Any]:
+    """The header folded from ``previous`` (``removed`` gone, ``label`` added) and the
+    log entry describing it."""
+    header = fold(
+        kf_loaded(previous),
+        [
+            RemovePartitions(removed),
+            AddPartitions({label: _key(label)}),
+            SetIndices({}),
+            SetSchema(SCHEMA),
+        ],
+        now=NOW,
+    )
+    entry = log_diff.make_entry(
+        version=1, timestamp=1, operation="APPEND", parameters={}, writer="t",
+        commit_info=None, app_id=None, app_version=None, previous=previous,
+        header=header, schema=None, header_sha256="0" * 64,
+    )  # fmt: skip
+    return header, entry
+
+
 def test_the_change_is_derived_without_walking_the_base() -> None:
     """fold, the commit plan, the log entry and the statistics rows of an append touch
     only what it changes: the base map is never iterated.
@@ -292,21 +315,7 @@ def test_the_change_is_derived_without_walking_the_base() -> None:
         CommitShape(remove_labels=frozenset({"p=1/f1"})),
     )
     assert isinstance(plan.partitions, PatchedPartitions) and len(plan.partitions) == 100
-    header = fold(
-        base,
-        [
-            RemovePartitions(plan.removed),
-            AddPartitions({"p=7/new": _key("p=7/new")}),
-            SetIndices({}),
-            SetSchema(SCHEMA),
-        ],
-        now=NOW,
-    )
-    entry = log_diff.make_entry(
-        version=1, timestamp=1, operation="APPEND", parameters={}, writer="t",
-        commit_info=None, app_id=None, app_version=None, previous=previous,
-        header=header, schema=None, header_sha256="0" * 64,
-    )  # fmt: skip
+    header, entry = _append_entry(previous, plan.removed, "p=7/new")
     assert entry.remove == ("p=1/f1",) and entry.add == (("p=7/new", _key("p=7/new")),)
     rows = pa.table({"label": ["p=7/new"], "key": [_key("p=7/new")]})
     assert live_statistics([rows], header.partitions).num_rows == 1
@@ -317,25 +326,11 @@ def test_replaying_a_diff_entry_touches_only_its_change() -> None:
     whole header is encoded once, for the digest of the last entry."""
     parts = _NoWalk({f"p={i}/f{i}": f"ds/table/p={i}/f{i}.parquet" for i in range(50)})
     previous = DatasetHeader(uuid="ds", partitions=parts, partition_keys=("p",))
-    header = fold(
-        kf_loaded(previous),
-        [
-            RemovePartitions(frozenset({"p=3/f3"})),
-            AddPartitions({"p=7/new": "ds/table/p=7/new.parquet"}),
-            SetIndices({}),
-            SetSchema(SCHEMA),
-        ],
-        now=NOW,
-    )
-    entry = log_diff.make_entry(
-        version=1, timestamp=1, operation="APPEND", parameters={}, writer="t",
-        commit_info=None, app_id=None, app_version=None, previous=previous,
-        header=header, schema=None, header_sha256="0" * 64,
-    )  # fmt: skip
+    _, entry = _append_entry(previous, frozenset({"p=3/f3"}), "p=7/new")
     entry = txlog.decode_entry(txlog.encode_entry(entry), "ds", 1)
     replayed = log_diff.apply_entry(previous, entry, "ds", verify=False)
     assert replayed is not None and isinstance(replayed.partitions, PatchedPartitions)
-    assert replayed.partitions["p=7/new"] == "ds/table/p=7/new.parquet"
+    assert replayed.partitions["p=7/new"] == _key("p=7/new")
     assert "p=3/f3" not in replayed.partitions and len(replayed.partitions) == 50
 
 
