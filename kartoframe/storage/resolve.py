@@ -20,7 +20,7 @@ from kartoframe.errors import (
 from kartoframe.format import naming
 from kartoframe.format.arrow_memory import reader
 from kartoframe.format.dataset import LoadedDataset
-from kartoframe.format.header import DatasetHeader, decode_header, kartoframe_section
+from kartoframe.format.header import DatasetHeader, kartoframe_section
 from kartoframe.format.index import index_from_bytes, index_from_embedded
 from kartoframe.format.schema import schema_from_bytes
 from kartoframe.format.statistics import (
@@ -31,7 +31,7 @@ from kartoframe.format.statistics import (
     statistics_from_bytes,
 )
 from kartoframe.format.statistics_rows import groups_holding
-from kartoframe.storage.log import State, current_state, historic_state
+from kartoframe.storage.log import State, current_state, historic_state, read_stored_header
 from kartoframe.storage.null_types import fill_null_types
 from kartoframe.storage.store import Store
 
@@ -53,17 +53,7 @@ __all__ = [
 
 def read_header(store: Store, dataset_uuid: str) -> tuple[DatasetHeader, bytes] | None:
     """Read and decode the header (JSON first, then msgpack), or None if absent."""
-    naming.validate_uuid(dataset_uuid)
-    for fmt in ("json", "msgpack"):
-        key = naming.header_key(dataset_uuid, fmt)  # type: ignore[arg-type]
-        data = store.get_or_none(key)
-        if data is not None:
-            try:
-                return decode_header(data, dataset_uuid, fmt), data  # type: ignore[arg-type]
-            except (FormatError, UnsafePathError) as e:
-                # name the header file, keeping the error class
-                raise type(e)(f"{e} (header file {key!r})") from e
-    return None
+    return read_stored_header(store, dataset_uuid, "json")
 
 
 def existing_header_formats(store: Store, dataset_uuid: str) -> list[naming.MetadataFormat]:
