@@ -203,16 +203,15 @@ class PatchedPartitions(Mapping[str, str]):
             An added label is still listed (the message is the label).
         """
         if isinstance(base, PatchedPartitions):
-            first = base._base
-            gone = base._removed | {lb for lb in removed if lb in first}
+            first, gone = base._base, base._removed | removed
             kept = {lb: k for lb, k in base._added.items() if lb not in removed}
         else:
-            first, gone, kept = base, frozenset(lb for lb in removed if lb in base), {}
+            first, gone, kept = base, removed, {}
         for label, key in added.items():
             if label in kept or (label in first and label not in gone):
                 raise KeyError(label)
             kept[label] = key
-        return cls(first, frozenset(gone), kept)
+        return cls(first, gone, kept)  # the constructor keeps the removed labels of first
 
     @property
     def base(self) -> Mapping[str, str]:
@@ -441,13 +440,19 @@ def columnar_partitions(
     return PartitionMap(raws, start, stop, keys), table
 
 
+def _joined(column: pa.Array, sep: str | bytes) -> bytes:
+    """Every entry of a ``large_string`` or ``large_binary`` column, joined by ``sep``, as
+    one bytes object (one Arrow pass, no Python object per entry).
+    """
+    listed = pa.LargeListArray.from_arrays(pa.array([0, len(column)], type=pa.int64()), column)
+    return bytes(pc.binary_join(listed, pa.scalar(sep, type=column.type))[0].as_buffer())
+
+
 def _keys_safe(keys: pa.Array, n: int, dataset_uuid: str, fmt: str) -> bool:
     """:func:`joined_keys_safe` of the cut-out keys; in JSON also no quote and no control
     character (the entry was then not one plain string).
     """
-    listed = pa.LargeListArray.from_arrays(pa.array([0, n], type=pa.int64()), keys)
-    newline = pa.scalar("\n", type=pa.large_string())
-    joined = bytes(pc.binary_join(listed, newline)[0].as_buffer())  # key\nkey\n...key
+    joined = _joined(keys, "\n")  # key\nkey\n...key
     if not joined_keys_safe(joined, n, dataset_uuid):
         return False
     if fmt == "json":
@@ -502,9 +507,7 @@ def json_partitions(partitions: Mapping[str, str], table: str) -> bytes | None:
     entries = pc.binary_join_element_wise(
         text('"'), labels, text(middle), keys, text('"}}'), text("")
     )
-    listed = pa.LargeListArray.from_arrays(pa.array([0, n], type=pa.int64()), entries)
-    comma = pa.scalar(",", type=pa.large_string())
-    body = bytes(pc.binary_join(listed, comma)[0].as_buffer())
+    body = _joined(entries, ",")
     if b"\\" in body or np.frombuffer(body, dtype=np.uint8).min() < 0x20:
         return None
     # every quote is one of the template's: a label or key holding one would add more
@@ -572,6 +575,4 @@ def msgpack_partitions(partitions: Mapping[str, str], table: str) -> bytes | Non
         keys,
         pa.scalar(b"", type=pa.large_binary()),
     )
-    listed = pa.LargeListArray.from_arrays(pa.array([0, n], type=pa.int64()), entries)
-    body = pc.binary_join(listed, pa.scalar(b"", type=pa.large_binary()))[0].as_buffer()
-    return _map_header(n) + bytes(body)
+    return _map_header(n) + _joined(entries, b"")
