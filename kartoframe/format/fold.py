@@ -213,11 +213,11 @@ def fold(base: LoadedDataset | None, changes: Iterable[Change], *, now: str) -> 
     if header is None or not schema_set:
         raise InvalidInputError("A header fold needs a base (or CreateDataset) and a schema.")
     with_optimized(section, removed, optimized)
-    partitions: Mapping[str, str] = PatchedPartitions.over(base_parts, frozenset(removed), added)
+    partitions: Mapping[str, str] = (
+        PatchedPartitions.over(base_parts, frozenset(removed), added) if base_parts else added
+    )
     if anchors and bmd is not None:
         partitions = _placed(bmd.partitions, partitions_dict(partitions), anchors)
-    elif not base_parts:
-        partitions = added
     header = header.replace(
         partitions=partitions, indices=indices, metadata=user_meta, explicit_partitions=explicit
     )

@@ -23,12 +23,7 @@ def live_statistics(tables: Sequence[pa.Table], partitions: Mapping[str, str]) -
     label the header lists, the last row with its data file key, in header order.
     """
     table = pa.concat_tables(tables, promote_options="permissive")
-    labels = table.column("label").to_pylist()
-    keys = table.column("key").to_pylist()
-    pick: dict[str, int] = {}
-    for i, (lb, k) in enumerate(zip(labels, keys, strict=True)):
-        if partitions.get(lb) == k:
-            pick[lb] = i
+    pick = {lb: i for i, lb in _live_rows(table, partitions)}  # a later row wins
     added = partitions.in_added_order(pick) if isinstance(partitions, PatchedPartitions) else None
     if added is not None:  # rows of a commit's new files only: no walk over the base
         order = [pick[lb] for lb in added]
@@ -42,10 +37,19 @@ def kept_rows(tables: Sequence[pa.Table], partitions: Mapping[str, str]) -> pa.T
     with the same data file key, in file order: one lookup per row, none per partition.
     """
     table = pa.concat_tables(tables, promote_options="permissive")
+    rows = [i for i, _ in _live_rows(table, partitions)]
+    return table.take(pa.array(rows, type=pa.int64()))
+
+
+def _live_rows(table: pa.Table, partitions: Mapping[str, str]) -> list[tuple[int, str]]:
+    """``(row, label)`` of the rows whose label ``partitions`` lists with the row's key."""
     labels = table.column("label").to_pylist()
     keys = table.column("key").to_pylist()
-    mask = [partitions.get(lb) == k for lb, k in zip(labels, keys, strict=True)]
-    return table.filter(pa.array(mask, type=pa.bool_()))
+    return [
+        (i, lb)
+        for i, (lb, k) in enumerate(zip(labels, keys, strict=True))
+        if partitions.get(lb) == k
+    ]
 
 
 def groups_holding(bounds: Sequence[tuple[str, str] | None], labels: Iterable[str]) -> list[int]:
