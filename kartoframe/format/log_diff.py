@@ -8,7 +8,7 @@ header, checked against the digest its committer recorded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kartoframe.errors import CorruptMetadataError, UnsupportedVersionError
@@ -155,14 +155,18 @@ def _rebuild(
     dataset_uuid: str,
     fmt: naming.MetadataFormat,
     where: str,
+    table: str | None = None,
 ) -> DatasetHeader:
+    """The header of ``doc`` with ``partitions`` (None: implicit). ``table`` is their
+    table if the caller knows it; otherwise it is found from the keys.
+    """
     checked: tuple[Mapping[str, str], str] | None = None
     if partitions:
         # keys were checked when decoded (the entry, or the previous header): only the
         # table, the second component of every key, is left to agree
-        tables = {key.split("/", 2)[1] if "/" in key else None for key in partitions.values()}
-        if len(tables) == 1 and None not in tables:
-            checked = partitions, str(tables.pop())
+        table = table if table is not None else _table_of(partitions.values())
+        if table is not None:
+            checked = partitions, table
     raw: dict[str, Any] = {}
     for k, v in doc.items():
         if k == "partition_keys" and partitions is not None and checked is None:
@@ -188,7 +192,7 @@ def _patched(
     added = dict(entry.add)
     if added:
         keys = list(added.values())
-        if not all(k.split("/")[1:2] == [table] for k in keys):
+        if _table_of(keys) != table:
             return None
         if not joined_keys_safe("\n".join(keys).encode("utf-8"), len(keys), dataset_uuid):
             return None
@@ -199,15 +203,15 @@ def _patched(
     if not parts:  # no partition left: the table name comes from the rebuild's default
         return None
     assert entry.header_doc is not None
-    try:
-        return metadata_from_dict(
-            dict(entry.header_doc),
-            dataset_uuid,
-            entry.header_format,
-            checked_partitions=(parts, table),
-        )
-    except (CorruptMetadataError, UnsupportedVersionError) as e:
-        raise type(e)(f"{e} (rebuilt from {where})") from e
+    return _rebuild(entry.header_doc, parts, dataset_uuid, entry.header_format, where, table)
+
+
+def _table_of(keys: Iterable[str]) -> str | None:
+    """The one table of data file keys (``<uuid>/<table>/...``: the second component);
+    None if they name more than one or a key has no second component.
+    """
+    tables = {key.split("/", 2)[1] if "/" in key else None for key in keys}
+    return tables.pop() if len(tables) == 1 and None not in tables else None
 
 
 def apply_entry(
