@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import uuid as _uuid
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +23,9 @@ from kartoframe.format.index import check_indexable
 from kartoframe.format.index_group import GroupedIndex, group_index, one_label, restrict
 from kartoframe.format.schema import SchemaEvolution, merge_into_stored, normalize_schema
 from kartoframe.format.values import render_partition_value
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 __all__ = [
     "ChunkResult",
@@ -402,20 +407,48 @@ def check_against_base(
 
 def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     enc = pc.dictionary_encode(column).combine_chunks()
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
+    return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary
+
+
+#: Tables of at least this many rows are planned column by column on threads (Arrow's
+#: kernels release the GIL): dictionary-encoding the key columns and preparing the
+#: gather source are a third of a 5M-row, 200-partition write's serial time otherwise.
+PARALLEL_PLAN_ROWS = 1 << 20
+_PLAN_THREADS = 4
+
+
+def _by_column(fn: Callable[[T], R], items: Sequence[T], rows: int) -> list[R]:
+    """``fn`` of each item (a column), on threads when the table has many rows."""
+    if rows < PARALLEL_PLAN_ROWS or len(items) < 2:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(len(items), _PLAN_THREADS)) as pool:
+        return list(pool.map(fn, items))
 
 
 def value_codes(table: pa.Table, columns: Sequence[str]) -> tuple[np.ndarray, int]:
-    """One ``int64`` code per row for its values of ``columns`` (equal values, equal
-    codes) and the number of possible codes.
+    """One code per row for its values of ``columns`` (equal values, equal codes) and
+    the number of possible codes.
+
+    The codes are ``uint16`` when there are at most 65,536 possible codes (a write's
+    partition keys: no 8-byte copy of every row), ``int64`` otherwise. Codes of several
+    high-cardinality columns are renumbered before their product could overflow.
     """
-    codes = np.zeros(table.num_rows, dtype=np.int64)
-    n_codes = 1
-    for c in columns:
-        col_codes, dictionary = _codes(table[c])
-        codes = codes * len(dictionary) + col_codes
-        n_codes *= len(dictionary)
-    return codes, n_codes
+    parts = _by_column(_codes, [table[c] for c in columns], len(table))
+    n_codes = math.prod(len(dictionary) for _, dictionary in parts)
+    dtype = np.uint16 if n_codes <= 1 << 16 else np.int64
+    codes = np.zeros(table.num_rows, dtype=dtype)
+    n = 1
+    for col_codes, dictionary in parts:
+        if n == 1:
+            codes = col_codes.astype(dtype)
+        else:
+            if n * len(dictionary) > 1 << 62:  # renumber the combinations seen so far
+                uniq, inverse = np.unique(codes, return_inverse=True)
+                codes, n = inverse.astype(np.int64), len(uniq)
+            codes *= len(dictionary)
+            codes += col_codes.astype(dtype, copy=False)
+        n *= len(dictionary)
+    return codes, n
 
 
 def plan_partitions(
@@ -457,7 +490,7 @@ def plan_partitions(
         return plan_one_partition(body, partition_on, vals, file_uuid=file_uuid, sort_by=sort_by)
     if n_codes <= 1 << 16:
         # dense codes: counting sort (numpy's stable sort is a radix sort for <= 16 bits)
-        order = np.argsort(codes.astype(np.uint16), kind="stable")
+        order = np.argsort(codes.astype(np.uint16, copy=False), kind="stable")
         counts_all = np.bincount(codes, minlength=n_codes)
         present = np.flatnonzero(counts_all)
         counts = counts_all[present]
@@ -479,8 +512,9 @@ def plan_partitions(
         pairs = [(c, render_partition_value(v)) for c, v in zip(partition_on, vals)]
         labels.append(naming.make_label(pairs, file_uuid))
         values.append(vals)
-    source = _dictionary_source(_single_chunks(body))
-    return PartitionPlan(body, tuple(labels), tuple(values), order, starts, ends, sort_by, source)
+    return PartitionPlan(
+        body, tuple(labels), tuple(values), order, starts, ends, sort_by, _gather_source(body)
+    )
 
 
 def plan_one_partition(
@@ -511,6 +545,18 @@ _FEW_DISTINCT = 1024
 _SAMPLE = 4096
 
 
+def _gather_source(body: pa.Table) -> pa.Table:
+    """What the groups of ``body`` are gathered from: the same rows, every column in one
+    chunk and, in a large body, low-cardinality strings dictionary-encoded (column by
+    column, on threads: :func:`_source_column`).
+    """
+    if body.num_rows < 8 * _SAMPLE:
+        return _single_chunks(body)
+    columns = _by_column(_source_column, body.columns, body.num_rows)
+    source = pa.Table.from_arrays(columns, names=body.column_names)
+    return source.replace_schema_metadata(body.schema.metadata)  # gathered groups keep it
+
+
 def _single_chunks(body: pa.Table) -> pa.Table:
     """``body`` with every multi-chunk column combined into one chunk.
 
@@ -526,28 +572,26 @@ def _single_chunks(body: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=body.schema)  # keeps the schema metadata
 
 
-def _dictionary_source(body: pa.Table) -> pa.Table:
-    """``body`` with its low-cardinality string columns dictionary-encoded.
+def _source_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """One column of a large body to gather from: in one chunk and, when it holds
+    strings with few distinct values, dictionary-encoded.
 
     Gathering variable-length values from random positions is cache-bound (5M short
     strings: ~200 ms); gathering integer codes and decoding them from a small,
     cache-resident dictionary gives the same values in well under half the time.
     """
-    if body.num_rows < 8 * _SAMPLE:
-        return body
-    columns = []
-    for column in body.columns:
-        t = column.type
-        if (
-            column.num_chunks == 1
-            and (pa.types.is_string(t) or pa.types.is_large_string(t))
-            and pc.count_distinct(column.slice(0, _SAMPLE)).as_py() <= _FEW_DISTINCT
-        ):
-            encoded = pc.dictionary_encode(column.chunk(0))
-            if len(encoded.dictionary) <= 4 * _FEW_DISTINCT:
-                column = pa.chunked_array([encoded])
-        columns.append(column)
-    return pa.Table.from_arrays(columns, names=body.column_names)
+    if column.num_chunks > 1:
+        column = pa.chunked_array([column.combine_chunks()])
+    t = column.type
+    if (
+        column.num_chunks == 1
+        and (pa.types.is_string(t) or pa.types.is_large_string(t))
+        and pc.count_distinct(column.slice(0, _SAMPLE)).as_py() <= _FEW_DISTINCT
+    ):
+        encoded = pc.dictionary_encode(column.chunk(0))
+        if len(encoded.dictionary) <= 4 * _FEW_DISTINCT:
+            return pa.chunked_array([encoded])
+    return column
 
 
 def _sorted(table: pa.Table, sort_by: Sequence[str]) -> pa.Table:

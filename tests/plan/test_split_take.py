@@ -8,13 +8,19 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+import kartoframe.plan.write as plan_write
 from kartoframe.errors import InvalidInputError
-from kartoframe.plan.write import _dictionary_source, plan_one_partition, plan_partitions
+from kartoframe.plan.write import _gather_source, plan_one_partition, plan_partitions
 
 
+@pytest.mark.parametrize("threads", [False, True], ids=["serial", "threads"])
 @pytest.mark.parametrize("t", [pa.string(), pa.large_string()])
 @pytest.mark.parametrize("distinct", [3, 1000, 50_000])
-def test_group_rows_equal_arrow_take(t: pa.DataType, distinct: int) -> None:
+def test_group_rows_equal_arrow_take(
+    t: pa.DataType, distinct: int, threads: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if threads:  # plan column by column on threads, as tables of a million rows are
+        monkeypatch.setattr(plan_write, "PARALLEL_PLAN_ROWS", 1)
     rng = np.random.default_rng(distinct)
     n = 120_000
     words = np.array([f"w{i:05d}" for i in range(distinct)], dtype=object)
@@ -23,7 +29,7 @@ def test_group_rows_equal_arrow_take(t: pa.DataType, distinct: int) -> None:
         values[i] = None
     table = pa.table({"p": rng.integers(0, 5, n), "s": pa.array(values, type=t), "i": np.arange(n)})
     body = table.drop_columns(["p"])
-    encoded = pa.types.is_dictionary(_dictionary_source(body).schema.field("s").type)
+    encoded = pa.types.is_dictionary(_gather_source(body).schema.field("s").type)
     assert encoded == (distinct <= 1000)
     plan = plan_partitions(table, ["p"], file_uuid="f")
     df = table.to_pandas()
@@ -76,13 +82,28 @@ def test_multi_chunk_columns_are_gathered_like_single_chunk_ones() -> None:
         assert b.rows(g)["s"].num_chunks == 1
 
 
-def test_multi_chunk_input_keeps_its_schema_metadata() -> None:
+@pytest.mark.parametrize("rows", [4, 40_000], ids=["small", "large"])
+@pytest.mark.parametrize("threads", [False, True], ids=["serial", "threads"])
+def test_multi_chunk_input_keeps_its_schema_metadata(
+    rows: int, threads: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The files of a multi-chunk table (what optimize and pandas.read_parquet give) kept
-    no pandas metadata: combining the chunks rebuilt the table without it."""
-    chunked = pa.chunked_array([pa.array([1, 2]), pa.array([3, 4])])
-    table = pa.table({"p": [1, 1, 2, 2], "v": chunked}).replace_schema_metadata({"k": "v"})
-    plan = plan_partitions(table, ["p"], file_uuid="f")
-    assert all(plan.rows(i).schema.metadata == {b"k": b"v"} for i in range(len(plan)))
+    no pandas metadata: combining the chunks rebuilt the table without it. A large table
+    is gathered from a prepared source (column by column, on threads if asked), with
+    and without a dictionary-encoded column."""
+    if threads:
+        monkeypatch.setattr(plan_write, "PARALLEL_PLAN_ROWS", 1)
+    half = rows // 2
+    chunked = pa.chunked_array([pa.array(np.arange(half)), pa.array(np.arange(half, rows))])
+    few = pa.array(np.array(["a", "b"], dtype=object)[np.arange(rows) % 2], pa.large_string())
+    parts = np.repeat([1, 2], half)
+    for extra in ({}, {"s": few}):
+        table = pa.table({"p": parts, "v": chunked, **extra}).replace_schema_metadata({"k": "v"})
+        plan = plan_partitions(table, ["p"], file_uuid="f")
+        for i in range(len(plan)):
+            rows_i = plan.rows(i)
+            assert rows_i.schema.metadata == {b"k": b"v"}
+            assert rows_i["v"].to_pylist() == list(range(i * half, (i + 1) * half))
 
 
 def test_one_known_partition_plans_like_a_table_of_that_partition() -> None:
@@ -99,3 +120,30 @@ def test_one_known_partition_plans_like_a_table_of_that_partition() -> None:
     assert one.rows(0)["v"].to_pylist() == [1, 2, 3]
     with pytest.raises(InvalidInputError, match="1 partition values"):
         plan_one_partition(body, ["p", "d"], ["DE"], file_uuid="f")
+
+
+@pytest.mark.parametrize("threads", [False, True], ids=["serial", "threads"])
+@pytest.mark.parametrize("distinct", [3, 300, 60_000], ids=["few", "some", "many"])
+def test_value_codes_number_equal_keys_equally(
+    distinct: int, threads: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Equal key tuples get equal codes, different ones different codes, all below the
+    count; few possible codes are 2 bytes a row. Four columns of 60,000 distinct values
+    make 1.3e19 possible codes: more than int64 holds, so they are renumbered instead of
+    overflowing."""
+    if threads:
+        monkeypatch.setattr(plan_write, "PARALLEL_PLAN_ROWS", 1)
+    rng = np.random.default_rng(distinct)
+    n = 120_000
+    columns = {c: rng.integers(0, distinct, n) for c in "abcd"}
+    columns["s"] = pa.array([f"v{i}" for i in rng.integers(0, 2, n)], pa.large_string())
+    table = pa.table(columns)
+    for keys in (["s"], ["a", "s"], ["a", "b", "c", "d"]):
+        codes, count = plan_write.value_codes(table, keys)
+        tuples = list(zip(*(table[k].to_pylist() for k in keys), strict=True))
+        first: dict[tuple[object, ...], int] = {}
+        assert all(first.setdefault(t, c) == c for t, c in zip(tuples, codes.tolist()))
+        assert len(set(codes.tolist())) == len(first)
+        assert int(codes.min()) >= 0 and int(codes.max()) < count
+        if count <= 1 << 16:
+            assert codes.dtype == np.uint16
