@@ -43,12 +43,18 @@ has none):
     ``to_parquet``'s, at every size.
 
 The processes alternate between systems, ``--repeat`` times each; the figures are medians.
+The timed writes go under ``--data-dir`` unless ``--write-dir`` names another folder.
+On the benchmark VM, creating a folder or a file in ``bench-data/`` costs the kernel's ext4
+inode search 0.4-0.7 ms, and more after every run that deleted thousands of them
+(``docs/benchmarks.md``), so the ``partitions`` line there measures the file system as
+much as the writers; ``--write-dir /dev/shm`` (tmpfs) adds the same line without it.
 The script prints the goal lines and exits 1 when one is missed.
 
 Run it with::
 
     .venv/bin/python asv_benchmarks/scale_write.py --data-dir bench-data --repeat 3
     .venv/bin/python asv_benchmarks/scale_write.py --only partitions --partitions 100000 --repeat 1
+    .venv/bin/python asv_benchmarks/scale_write.py --only partitions --write-dir /dev/shm
     .venv/bin/python asv_benchmarks/scale_write.py --only dask --rows 10000000,30000000,60000000
     .venv/bin/python asv_benchmarks/scale_write.py --only distributed --rows 30000000
 """
@@ -181,7 +187,9 @@ def _reset_peak() -> tuple[int, bool]:
     return systems.reset_peak_rss()
 
 
-def cluster_worker(system: str, size: int, data_dir: Path) -> dict[str, Any]:
+def cluster_worker(
+    system: str, size: int, data_dir: Path, write_dir: Path | None = None
+) -> dict[str, Any]:
     """The ``distributed`` mode: one write on a fresh LocalCluster; the largest worker's
     peak over its RSS after the imports."""
     systems.use_checkout_kartoframe()
@@ -195,7 +203,7 @@ def cluster_worker(system: str, size: int, data_dir: Path) -> dict[str, Any]:
     one = datagen.sales_table(min(size, DASK_CHUNK_ROWS))  # the input: one dask partition
     input_bytes = int(one.memory_usage(deep=True).sum())
     del one
-    tmp = Path(tempfile.mkdtemp(prefix="kf-scale-write-", dir=data_dir))
+    tmp = Path(tempfile.mkdtemp(prefix="kf-scale-write-", dir=write_dir or data_dir))
     with (
         LocalCluster(
             n_workers=CLUSTER_WORKERS,
@@ -258,11 +266,19 @@ def _report(
 
 
 def worker(
-    mode: str, system: str, size: int, data_dir: Path, partitions: int = 20
+    mode: str,
+    system: str,
+    size: int,
+    data_dir: Path,
+    partitions: int = 20,
+    write_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """Load the input, warm ``system`` up, then time one write and measure its peak RSS."""
+    """Load the input, warm ``system`` up, then time one write and measure its peak RSS.
+
+    The writes go to a temporary folder under ``write_dir`` (default: ``data_dir``).
+    """
     if mode == "distributed":
-        return cluster_worker(system, size, data_dir)
+        return cluster_worker(system, size, data_dir, write_dir)
     systems.use_checkout_kartoframe()
     before_input = _imports(system, mode == "dask")
     if mode == "dask":
@@ -291,7 +307,7 @@ def worker(
 
     if mode != "dask":
         input_bytes = int(df.memory_usage(deep=True).sum())
-    tmp = Path(tempfile.mkdtemp(prefix="kf-scale-write-", dir=data_dir))
+    tmp = Path(tempfile.mkdtemp(prefix="kf-scale-write-", dir=write_dir or data_dir))
     try:
         write(lazy_sales_frame(1000, 500) if mode == "dask" else df.head(1000), tmp / "warm-up")
         base, reset = _reset_peak()
@@ -329,11 +345,12 @@ def _give_back() -> None:
 
 
 def _run_worker(
-    mode: str, system: str, size: int, data_dir: Path, partitions: int
+    mode: str, system: str, size: int, data_dir: Path, partitions: int, write_dir: Path
 ) -> dict[str, Any]:
     from compare import HYGIENE_ENV  # a user's process has none of these variables
 
     argv = [Path(__file__).resolve(), "--worker", mode, system, size, data_dir, partitions]
+    argv.append(write_dir)
     found = systems.json_worker(argv, what=f"{system} {mode} worker", drop_env=HYGIENE_ENV)
     return dict(found)
 
@@ -379,22 +396,34 @@ def main(argv: list[str] | None = None) -> int:
         help=f"default: {','.join(SYSTEMS)}; dask mode: {','.join(DASK_SYSTEMS)}",
     )
     p.add_argument("--data-dir", type=Path, default=HERE.parent / "bench-data")
+    p.add_argument(
+        "--write-dir",
+        type=Path,
+        default=None,
+        help="where the timed writes go (default: --data-dir); e.g. /dev/shm to time the "
+        "writers without the disk's file system",
+    )
     p.add_argument("--json", type=Path, default=None)
     p.add_argument(
         "--worker",
-        nargs=5,
-        metavar=("MODE", "SYSTEM", "SIZE", "DIR", "PARTITIONS"),
+        nargs=6,
+        metavar=("MODE", "SYSTEM", "SIZE", "DIR", "PARTITIONS", "WRITE_DIR"),
         help=argparse.SUPPRESS,
     )
     args = p.parse_args(argv)
     if args.worker:
-        mode, system, size, data_dir, parts = args.worker
-        systems.finish_worker(worker(mode, system, int(size), Path(data_dir), int(parts)))
+        mode, system, size, data_dir, parts, write_dir = args.worker
+        found = worker(mode, system, int(size), Path(data_dir), int(parts), Path(write_dir))
+        systems.finish_worker(found)
 
     chosen = [s for s in args.systems.split(",") if s] if args.systems else None
     modes = [m for m in args.only.split(",") if m]
     print(f"kartoframe loaded from: {systems.use_checkout_kartoframe()}")
     args.data_dir.mkdir(parents=True, exist_ok=True)
+    write_dir = args.write_dir or args.data_dir
+    write_dir.mkdir(parents=True, exist_ok=True)
+    if args.write_dir is not None:
+        print(f"writes go to: {write_dir}")
     results: dict[str, Any] = {}
     failed = False
     for mode in modes:
@@ -407,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
             runs: dict[str, list[dict[str, Any]]] = {s: [] for s in names}
             for rep in range(args.repeat):
                 for s in names if rep % 2 == 0 else names[::-1]:
-                    r = _run_worker(mode, s, size, args.data_dir, args.rows_partitions)
+                    r = _run_worker(mode, s, size, args.data_dir, args.rows_partitions, write_dir)
                     runs[s].append(r)
                     print(
                         f"  {mode:<10} {size:>11,}  rep {rep + 1}/{args.repeat}  {s:<11} "
@@ -431,6 +460,7 @@ def main(argv: list[str] | None = None) -> int:
             }.get(mode, size)
             key = f"{mode}-{size}" + (f"-p{parts}" if mode == "rows" and parts != 20 else "")
             results[key] = {
+                "write_dir": str(write_dir),
                 "median": med,
                 "runs": runs,
                 "goals": goals,

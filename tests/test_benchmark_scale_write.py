@@ -87,6 +87,21 @@ def test_tiny_run_writes_with_every_system(tmp_path: pathlib.Path) -> None:
     assert not list((tmp_path / "data").glob("kf-scale-write-*"))
 
 
+@pytest.mark.slow
+def test_tiny_run_writes_where_asked(tmp_path: pathlib.Path) -> None:
+    """``--write-dir``: the timed writes go to another folder (tmpfs, say), and leave it
+    as they found it."""
+    elsewhere = tmp_path / "elsewhere"
+    _, data = _tiny_run(
+        tmp_path, "--only", "partitions", "--partitions", "30", "--write-dir", str(elsewhere)
+    )
+    (result,) = data.values()
+    assert result["write_dir"] == str(elsewhere)
+    for (run,) in result["runs"].values():
+        assert run["seconds"] > 0 and run["written_bytes"] > 0
+    assert elsewhere.is_dir() and not list(elsewhere.iterdir())
+
+
 def test_dask_goal_is_against_to_parquet(scale_write: ModuleType) -> None:
     assert scale_write.DASK_GOAL == 1.25
     pq = _med(2.0, 400.0)
