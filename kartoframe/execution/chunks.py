@@ -30,6 +30,7 @@ from kartoframe.format.statistics_compute import (
     SliceAccumulator,
     SliceStatistics,
     assemble_statistics,
+    grouped_slice_statistics,
     slice_statistics,
     value_list_candidates,
     with_files,
@@ -113,6 +114,9 @@ _RELEASE_ROWS = 65_536
 #: than one thread on 2 cores (tmpfs). The pool still overlaps the file system's work
 #: (folders, files, uploads) with the encoding.
 SMALL_FILE_BYTES = 64 << 10
+#: Small files whose rows are gathered together (their average size is at most
+#: :data:`SMALL_FILE_BYTES`: at most 64 MiB of rows in flight).
+SMALL_FILES_PER_GATHER = 1024
 #: Small files written by one task of the pool (fewer hand-overs between threads).
 SMALL_FILES_PER_TASK = 16
 #: Tasks of encoded small files waiting for the pool at most (bounds their memory).
@@ -177,12 +181,14 @@ def write_chunk(
     row_group_size = parquet.chunk_size if parquet else None
 
     def _finish(
-        i: int, rows: pa.Table, key: str, size: int
+        i: int, rows: pa.Table, key: str, size: int, known: list[SliceStatistics] | None = None
     ) -> tuple[WrittenPartition, SliceStatistics | None]:
         label = plan.labels[i]
         pairs = {c: index_value_pairs(c, rows[c], label) for c in index_columns}
         stats = None
-        if candidates is not None:
+        if known is not None:
+            stats = known[i]
+        elif candidates is not None:
             stats = _slice_statistics(rows, candidates, bloom_filter_columns)
         return WrittenPartition(label, key, rows.num_rows, size, pairs), stats
 
@@ -210,16 +216,31 @@ def write_chunk(
 
     def _small(pool: ThreadPoolExecutor) -> list[tuple[WrittenPartition, SliceStatistics | None]]:
         # encoded here, one file after the other; only the writes go to the pool
+        known = None
+        if candidates is not None:
+            with contextlib.suppress(pa.ArrowException):  # computed file by file, then
+                known = grouped_slice_statistics(
+                    plan.body,
+                    plan.group_ids(),
+                    len(plan),
+                    value_list_columns=candidates,
+                    bloom_filter_columns=bloom_filter_columns,
+                )
         out = []
         pending: collections.deque[Future[None]] = collections.deque()
         batch: list[tuple[str, pa.Buffer]] = []
+        per_gather = max(1, min(SMALL_FILES_PER_GATHER, len(plan)))
+        gathered: list[pa.Table] = []
         for i in range(len(plan)):
-            rows = plan.rows(i)
+            if i % per_gather == 0:
+                some = range(i, min(i + per_gather, len(plan)))
+                gathered = plan.rows_of(some, prepare=storage_table)
+            rows = gathered[i % per_gather]  # in the stored types (the index normalises)
             key = naming.data_key(dataset_uuid, table_name, plan.labels[i])
-            data = encode_table(storage_table(rows), compression, row_group_size, dictionary)
+            data = encode_table(rows, compression, row_group_size, dictionary)
             keys.append(key)
             batch.append((key, data))
-            out.append(_finish(i, rows, key, data.size))
+            out.append(_finish(i, rows, key, data.size, known))
             if len(batch) == SMALL_FILES_PER_TASK or i == len(plan) - 1:
                 pending.append(pool.submit(_write_all, store, batch))
                 batch = []

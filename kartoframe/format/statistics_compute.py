@@ -38,6 +38,7 @@ __all__ = [
     "SliceStatistics",
     "assemble_statistics",
     "compute_statistics",
+    "grouped_slice_statistics",
     "slice_statistics",
     "value_list_candidates",
     "with_files",
@@ -320,6 +321,96 @@ def slice_statistics(
     )
     acc.add(table)
     return acc.finish()
+
+
+def grouped_slice_statistics(
+    table: pa.Table,
+    groups: np.ndarray,
+    n_groups: int,
+    *,
+    value_list_columns: Iterable[str] = (),
+    bloom_filter_columns: Iterable[str] = (),
+) -> list[SliceStatistics]:
+    """:func:`slice_statistics` of the rows of each group (group ``g``: the rows where
+    ``groups == g``, every group non-empty), computed for all groups at once.
+
+    A column that keeps no value list and no bloom filter gets its null count and bounds
+    from one grouped aggregation over all rows (a write of 10,000 four-row files made
+    three compute calls a file before); the others are computed group by group, from one
+    reordered copy of just those columns.
+    """
+    candidates = set(value_list_columns)
+    blooms = set(bloom_filter_columns)
+    columns = _stat_columns(table.schema)
+    counts = np.bincount(groups, minlength=n_groups)
+    grouped: dict[str, list[ColumnStatistics]] = {}
+    rest = []
+    for name, raw_type, t in columns:
+        if name in candidates or (name in blooms and bloom_type_supported(t)):
+            rest.append(name)
+            continue
+        col = _as_stat_type(table.column(name), raw_type, t)
+        grouped[name] = _grouped_column(col, t, groups, n_groups)
+    per_group: list[dict[str, ColumnStatistics]] = [{} for _ in range(n_groups)]
+    if rest:
+        order = np.argsort(groups, kind="stable")
+        reordered = table.select(rest).take(pa.array(order))
+        starts = np.concatenate([[0], np.cumsum(counts)])
+        for g in range(n_groups):
+            part = reordered.slice(int(starts[g]), int(counts[g]))
+            per_group[g] = slice_statistics(
+                part, value_list_columns=candidates, bloom_filter_columns=blooms
+            ).columns
+    out = []
+    for g in range(n_groups):
+        found = per_group[g]
+        cols = {n: grouped[n][g] if n in grouped else found[n] for n, _, _ in columns}
+        out.append(SliceStatistics(int(counts[g]), cols))
+    return out
+
+
+def _grouped_column(
+    col: pa.ChunkedArray, t: pa.DataType, groups: np.ndarray, n_groups: int
+) -> list[ColumnStatistics]:
+    """One column's statistics in every group, as a :class:`_ColumnAccumulator` without
+    value list or bloom filter gives them (NaN counts as null; bounds ignore NaN and are
+    unknown when a group holds nothing else).
+    """
+    data = pa.table({"v": col, "g": pa.array(groups)})
+    aggregates: list[Any] = [("v", "count", pc.CountOptions(mode="only_null"))]
+    floating = pa.types.is_floating(t)
+    if floating:
+        data = data.append_column("nan", pc.cast(pc.is_nan(col), pa.int64()))
+        aggregates.append(("nan", "sum"))
+    bounds = minmax_type(t)
+    if bounds:
+        aggregates.append(("v", "min_max"))
+    res = data.group_by("g", use_threads=False).aggregate(aggregates)
+    at = res.column("g").to_numpy()
+    nulls = np.zeros(n_groups, dtype=np.int64)
+    nulls[at] = res.column("v_count").to_numpy()
+    if floating:
+        nulls[at] += res.column("nan_sum").fill_null(0).to_numpy()
+    lows: list[Any] = [None] * n_groups
+    highs: list[Any] = [None] * n_groups
+    if bounds:
+        mm = res.column("v_min_max").combine_chunks()
+        lo_arr, hi_arr = mm.field("min"), mm.field("max")
+        if lo_arr.type != t:  # computed on the narrower stored type (see widens_exactly)
+            lo_arr, hi_arr = lo_arr.cast(t), hi_arr.cast(t)
+        text = pa.types.is_string(t) or pa.types.is_binary(t)
+        for g, lo, hi in zip(at.tolist(), lo_arr.to_pylist(), hi_arr.to_pylist(), strict=True):
+            if lo is None or (floating and math.isnan(lo)):
+                continue  # nothing but nulls and NaN: no bounds
+            if text:
+                lo = _truncate_min(lo, STRING_STATS_MAX_BYTES)
+                hi = _truncate_max(hi, STRING_STATS_MAX_BYTES)
+            lows[g], highs[g] = lo, hi
+    nulls_list = nulls.tolist()
+    return [
+        ColumnStatistics(t, lows[g], highs[g], nulls_list[g], False, None, None, None)
+        for g in range(n_groups)
+    ]
 
 
 class SliceAccumulator:

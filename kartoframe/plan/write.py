@@ -309,6 +309,37 @@ class PartitionPlan:
             return _sorted(self.body, self.sort_by)
         return _sorted(self._gather(self.order[self.starts[i] : self.ends[i]]), self.sort_by)
 
+    def rows_of(
+        self, groups: Sequence[int], prepare: Callable[[pa.Table], pa.Table] | None = None
+    ) -> list[pa.Table]:
+        """:meth:`rows` of each of ``groups``, gathered together (one gather instead of one
+        a group: for many small groups the set-up of each gather outweighs its work);
+        each result is a slice of one table holding all of them, passed through
+        ``prepare`` (a cast, say) once before it is cut.
+        """
+        if self.order is None or len(groups) < 2:
+            return [prepare(self.rows(i)) if prepare else self.rows(i) for i in groups]
+        spans = [(int(self.starts[i]), int(self.ends[i])) for i in groups]
+        part = self._gather(np.concatenate([self.order[a:b] for a, b in spans]))
+        if prepare is not None:
+            part = prepare(part)
+        out = []
+        at = 0
+        for a, b in spans:
+            out.append(_sorted(part.slice(at, b - a), self.sort_by))
+            at += b - a
+        return out
+
+    def group_ids(self) -> np.ndarray:
+        """The group of every body row (``int32``; group ``i`` holds :meth:`rows` ``(i)``)."""
+        n = self.body.num_rows
+        if self.order is None:
+            return np.zeros(n, dtype=np.int32)
+        by_start = np.argsort(self.starts, kind="stable")  # the groups' runs in ``order``
+        ids = np.empty(n, dtype=np.int32)
+        ids[self.order] = np.repeat(by_start.astype(np.int32), (self.ends - self.starts)[by_start])
+        return ids
+
     def sample(self, rows: int) -> pa.Table:
         """Up to ``rows`` rows of the largest group, in input order, with the body's
         schema: what decides the encoding of every file of the plan.
