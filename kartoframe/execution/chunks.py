@@ -35,6 +35,7 @@ from kartoframe.format.statistics_compute import (
     value_list_candidates,
     with_files,
 )
+from kartoframe.plan.partition_plan import plan_one_partition, plan_partitions
 from kartoframe.plan.write import (
     ChunkResult,
     StatisticsRow,
@@ -42,8 +43,6 @@ from kartoframe.plan.write import (
     check_write_columns,
     chunk_pairs,
     new_file_uuid,
-    plan_one_partition,
-    plan_partitions,
 )
 from kartoframe.storage.commit_values import committed_version
 from kartoframe.storage.csv_files import CsvSerializer, csv_key, write_csv

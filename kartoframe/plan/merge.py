@@ -41,9 +41,9 @@ from kartoframe.errors import (
 from kartoframe.format import changes
 from kartoframe.format.schema import SchemaEvolution
 from kartoframe.plan.file_part import FilePart
+from kartoframe.plan.partition_plan import value_codes
 from kartoframe.plan.predicates import bind
 from kartoframe.plan.skipping import skip_by_statistics
-from kartoframe.plan.write import value_codes
 
 __all__ = [
     "FileMerge",

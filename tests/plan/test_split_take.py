@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-import kartoframe.plan.write as plan_write
+import kartoframe.plan.partition_plan as partition_plan
 from kartoframe.errors import InvalidInputError
-from kartoframe.plan.write import _gather_source, plan_one_partition, plan_partitions
+from kartoframe.plan.partition_plan import _gather_source, plan_one_partition, plan_partitions
 
 
 @pytest.mark.parametrize("threads", [False, True], ids=["serial", "threads"])
@@ -20,7 +20,7 @@ def test_group_rows_equal_arrow_take(
     t: pa.DataType, distinct: int, threads: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     if threads:  # plan column by column on threads, as tables of a million rows are
-        monkeypatch.setattr(plan_write, "PARALLEL_PLAN_ROWS", 1)
+        monkeypatch.setattr(partition_plan, "PARALLEL_PLAN_ROWS", 1)
     rng = np.random.default_rng(distinct)
     n = 120_000
     words = np.array([f"w{i:05d}" for i in range(distinct)], dtype=object)
@@ -92,7 +92,7 @@ def test_multi_chunk_input_keeps_its_schema_metadata(
     is gathered from a prepared source (column by column, on threads if asked), with
     and without a dictionary-encoded column."""
     if threads:
-        monkeypatch.setattr(plan_write, "PARALLEL_PLAN_ROWS", 1)
+        monkeypatch.setattr(partition_plan, "PARALLEL_PLAN_ROWS", 1)
     half = rows // 2
     chunked = pa.chunked_array([pa.array(np.arange(half)), pa.array(np.arange(half, rows))])
     few = pa.array(np.array(["a", "b"], dtype=object)[np.arange(rows) % 2], pa.large_string())
@@ -132,14 +132,14 @@ def test_value_codes_number_equal_keys_equally(
     make 1.3e19 possible codes: more than int64 holds, so they are renumbered instead of
     overflowing."""
     if threads:
-        monkeypatch.setattr(plan_write, "PARALLEL_PLAN_ROWS", 1)
+        monkeypatch.setattr(partition_plan, "PARALLEL_PLAN_ROWS", 1)
     rng = np.random.default_rng(distinct)
     n = 120_000
     columns = {c: rng.integers(0, distinct, n) for c in "abcd"}
     columns["s"] = pa.array([f"v{i}" for i in rng.integers(0, 2, n)], pa.large_string())
     table = pa.table(columns)
     for keys in (["s"], ["a", "s"], ["a", "b", "c", "d"]):
-        codes, count = plan_write.value_codes(table, keys)
+        codes, count = partition_plan.value_codes(table, keys)
         tuples = list(zip(*(table[k].to_pylist() for k in keys), strict=True))
         first: dict[tuple[object, ...], int] = {}
         assert all(first.setdefault(t, c) == c for t, c in zip(tuples, codes.tolist()))

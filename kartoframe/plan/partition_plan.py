@@ -1,0 +1,309 @@
+"""How a table splits into partition files, before any row is copied (pure planning).
+
+:func:`plan_partitions` groups a table's rows by their partition values into a
+:class:`PartitionPlan`; the chunk kernel (:mod:`kartoframe.execution.chunks`) gathers,
+encodes and writes the groups.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kartoframe.errors import InvalidInputError, NullPartitionValueError
+from kartoframe.format import naming
+from kartoframe.format.values import render_partition_value
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+__all__ = [
+    "PARALLEL_PLAN_ROWS",
+    "PartitionPlan",
+    "plan_one_partition",
+    "plan_partitions",
+    "value_codes",
+]
+
+
+@dataclasses.dataclass(frozen=True, slots=True, eq=False)
+class PartitionPlan:
+    """How a table splits into files, before any row is copied.
+
+    ``body`` holds the data columns (partition columns removed); group ``i`` is the
+    file with label ``labels[i]`` and key values ``values[i]``, made of the body rows
+    ``order[starts[i]:ends[i]]`` (all rows, in order, when ``order`` is None).
+    :meth:`rows` gathers one group, so a writer can copy, encode and drop the groups
+    one at a time instead of holding a reordered copy of the whole table.
+    """
+
+    body: pa.Table
+    labels: tuple[str, ...]
+    values: tuple[tuple[Any, ...], ...]
+    order: np.ndarray | None
+    starts: np.ndarray
+    ends: np.ndarray
+    sort_by: tuple[str, ...]
+    source: pa.Table  # the body with low-cardinality strings dictionary-encoded
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def rows(self, i: int) -> pa.Table:
+        """The rows of group ``i`` (sorted by ``sort_by``), with the body's schema."""
+        if self.order is None:
+            return _sorted(self.body, self.sort_by)
+        return _sorted(self._gather(self.order[self.starts[i] : self.ends[i]]), self.sort_by)
+
+    def rows_of(
+        self, groups: Sequence[int], prepare: Callable[[pa.Table], pa.Table] | None = None
+    ) -> list[pa.Table]:
+        """:meth:`rows` of each of ``groups``, gathered together (one gather instead of one
+        a group: for many small groups the set-up of each gather outweighs its work);
+        each result is a slice of one table holding all of them, passed through
+        ``prepare`` (a cast, say) once before it is cut.
+        """
+        if self.order is None or len(groups) < 2:
+            return [prepare(self.rows(i)) if prepare else self.rows(i) for i in groups]
+        spans = [(int(self.starts[i]), int(self.ends[i])) for i in groups]
+        part = self._gather(np.concatenate([self.order[a:b] for a, b in spans]))
+        if prepare is not None:
+            part = prepare(part)
+        out = []
+        at = 0
+        for a, b in spans:
+            out.append(_sorted(part.slice(at, b - a), self.sort_by))
+            at += b - a
+        return out
+
+    def group_ids(self) -> np.ndarray:
+        """The group of every body row (``int32``; group ``i`` holds :meth:`rows` ``(i)``)."""
+        n = self.body.num_rows
+        if self.order is None:
+            return np.zeros(n, dtype=np.int32)
+        by_start = np.argsort(self.starts, kind="stable")  # the groups' runs in ``order``
+        ids = np.empty(n, dtype=np.int32)
+        ids[self.order] = np.repeat(by_start.astype(np.int32), (self.ends - self.starts)[by_start])
+        return ids
+
+    def sample(self, rows: int) -> pa.Table:
+        """Up to ``rows`` rows of the largest group, in input order, with the body's
+        schema: what decides the encoding of every file of the plan.
+        """
+        if self.order is None:
+            return self.body.slice(0, rows)
+        i = int(np.argmax(self.ends - self.starts))
+        start = int(self.starts[i])
+        return self._gather(self.order[start : min(int(self.ends[i]), start + rows)])
+
+    def _gather(self, positions: np.ndarray) -> pa.Table:
+        """The body rows at ``positions``, with the body's schema."""
+        part = self.source.take(pa.array(positions))
+        if part.schema != self.body.schema:
+            part = part.cast(self.body.schema)  # decode the dictionary-encoded columns
+        return part
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    enc = pc.dictionary_encode(column).combine_chunks()
+    return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary
+
+
+#: Tables of at least this many rows are planned column by column on threads (Arrow's
+#: kernels release the GIL): dictionary-encoding the key columns and preparing the
+#: gather source are a third of a 5M-row, 200-partition write's serial time otherwise.
+PARALLEL_PLAN_ROWS = 1 << 20
+_PLAN_THREADS = 4
+
+
+def _by_column(fn: Callable[[T], R], items: Sequence[T], rows: int) -> list[R]:
+    """``fn`` of each item (a column), on threads when the table has many rows."""
+    if rows < PARALLEL_PLAN_ROWS or len(items) < 2:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=min(len(items), _PLAN_THREADS)) as pool:
+        return list(pool.map(fn, items))
+
+
+def value_codes(table: pa.Table, columns: Sequence[str]) -> tuple[np.ndarray, int]:
+    """One code per row for its values of ``columns`` (equal values, equal codes) and
+    the number of possible codes.
+
+    The codes are ``uint16`` when there are at most 65,536 possible codes (a write's
+    partition keys: no 8-byte copy of every row), ``int64`` otherwise. Codes of several
+    high-cardinality columns are renumbered before their product could overflow.
+    """
+    parts = _by_column(_codes, [table[c] for c in columns], len(table))
+    n_codes = math.prod(len(dictionary) for _, dictionary in parts)
+    dtype = np.uint16 if n_codes <= 1 << 16 else np.int64
+    codes = np.zeros(table.num_rows, dtype=dtype)
+    n = 1
+    for col_codes, dictionary in parts:
+        if n == 1:
+            codes = col_codes.astype(dtype)
+        else:
+            if n * len(dictionary) > 1 << 62:  # renumber the combinations seen so far
+                uniq, inverse = np.unique(codes, return_inverse=True)
+                codes, n = inverse.astype(np.int64), len(uniq)
+            codes *= len(dictionary)
+            codes += col_codes.astype(dtype, copy=False)
+        n *= len(dictionary)
+    return codes, n
+
+
+def plan_partitions(
+    table: pa.Table,
+    partition_on: Sequence[str],
+    *,
+    file_uuid: str,
+    sort_by: Sequence[str] = (),
+) -> PartitionPlan:
+    """Group a table's rows by their partition values, without copying them.
+
+    Groups come in order of first appearance (as plateau writes them); inside a group
+    rows keep their input order (a stable sort groups them) unless ``sort_by`` is given.
+
+    Raises
+    ------
+    NullPartitionValueError
+        A partition column contains nulls.
+    """
+    sort_by = tuple(sort_by)
+    if not partition_on:
+        bounds = np.array([0]), np.array([table.num_rows])
+        return PartitionPlan(table, (file_uuid,), ((),), None, *bounds, sort_by, table)
+    for c in partition_on:
+        nulls = table[c].null_count
+        if nulls:
+            raise NullPartitionValueError(
+                f"Partition column {c!r} contains {nulls} null value(s); null partition "
+                "values cannot be stored. Fill or drop them first."
+            )
+    data_cols = [c for c in table.column_names if c not in partition_on]
+    body = table.select(data_cols)
+    if table.num_rows == 0:
+        none = np.zeros(0, np.int64)
+        return PartitionPlan(body, (), (), none, none, none, sort_by, body)
+    codes, n_codes = value_codes(table, partition_on)
+    if (codes == codes[0]).all():  # one partition value (a dask partition, say)
+        vals = tuple(table[c][0].as_py() for c in partition_on)
+        return plan_one_partition(body, partition_on, vals, file_uuid=file_uuid, sort_by=sort_by)
+    if n_codes <= 1 << 16:
+        # dense codes: counting sort (numpy's stable sort is a radix sort for <= 16 bits)
+        order = np.argsort(codes.astype(np.uint16, copy=False), kind="stable")
+        counts_all = np.bincount(codes, minlength=n_codes)
+        present = np.flatnonzero(counts_all)
+        counts = counts_all[present]
+    else:
+        present, inverse = np.unique(codes, return_inverse=True)
+        order = np.argsort(inverse, kind="stable")
+        counts = np.bincount(inverse, minlength=len(present))
+    offsets = np.concatenate([[0], np.cumsum(counts)])
+    first = order[offsets[:-1]]
+    # groups in order of first appearance, as plateau does
+    appearance = np.argsort(first, kind="stable")
+    starts, ends = offsets[:-1][appearance], offsets[1:][appearance]
+    key_rows = table.select(list(partition_on)).take(pa.array(first[appearance]))
+    key_values = [key_rows[c].to_pylist() for c in partition_on]
+    labels = []
+    values = []
+    for pos in range(len(appearance)):
+        vals = tuple(kv[pos] for kv in key_values)
+        pairs = [(c, render_partition_value(v)) for c, v in zip(partition_on, vals)]
+        labels.append(naming.make_label(pairs, file_uuid))
+        values.append(vals)
+    return PartitionPlan(
+        body, tuple(labels), tuple(values), order, starts, ends, sort_by, _gather_source(body)
+    )
+
+
+def plan_one_partition(
+    body: pa.Table,
+    partition_on: Sequence[str],
+    values: Sequence[Any],
+    *,
+    file_uuid: str,
+    sort_by: Sequence[str] = (),
+) -> PartitionPlan:
+    """One file of every row of ``body`` (the data columns: no partition column) in the
+    partition with key ``values``: no row is grouped or copied.
+    """
+    vals = tuple(values)
+    if len(vals) != len(partition_on):
+        raise InvalidInputError(
+            f"{len(vals)} partition values for the partition columns {list(partition_on)}."
+        )
+    pairs = [(c, render_partition_value(v)) for c, v in zip(partition_on, vals, strict=True)]
+    label = naming.make_label(pairs, file_uuid)
+    bounds = np.array([0]), np.array([body.num_rows])
+    return PartitionPlan(body, (label,), (vals,), None, *bounds, tuple(sort_by), body)
+
+
+#: A string column whose first rows hold at most this many distinct values is gathered
+#: through its dictionary encoding.
+_FEW_DISTINCT = 1024
+_SAMPLE = 4096
+
+
+def _gather_source(body: pa.Table) -> pa.Table:
+    """What the groups of ``body`` are gathered from: the same rows, every column in one
+    chunk and, in a large body, low-cardinality strings dictionary-encoded (column by
+    column, on threads: :func:`_source_column`).
+    """
+    if body.num_rows < 8 * _SAMPLE:
+        return _single_chunks(body)
+    columns = _by_column(_source_column, body.columns, body.num_rows)
+    source = pa.Table.from_arrays(columns, names=body.column_names)
+    return source.replace_schema_metadata(body.schema.metadata)  # gathered groups keep it
+
+
+def _single_chunks(body: pa.Table) -> pa.Table:
+    """``body`` with every multi-chunk column combined into one chunk.
+
+    A gather from a chunked column resolves chunks for every index (or concatenates
+    them first): paid once per group it made a 5M-row write with 39-chunk string columns
+    (as ``pandas.read_parquet`` returns them) 50 % slower.
+    """
+    if all(c.num_chunks <= 1 for c in body.columns):
+        return body
+    columns = [
+        c if c.num_chunks <= 1 else pa.chunked_array([c.combine_chunks()]) for c in body.columns
+    ]
+    return pa.Table.from_arrays(columns, schema=body.schema)  # keeps the schema metadata
+
+
+def _source_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """One column of a large body to gather from: in one chunk and, when it holds
+    strings with few distinct values, dictionary-encoded.
+
+    Gathering variable-length values from random positions is cache-bound (5M short
+    strings: ~200 ms); gathering integer codes and decoding them from a small,
+    cache-resident dictionary gives the same values in well under half the time.
+    """
+    if column.num_chunks > 1:
+        column = pa.chunked_array([column.combine_chunks()])
+    t = column.type
+    if (
+        column.num_chunks == 1
+        and (pa.types.is_string(t) or pa.types.is_large_string(t))
+        and pc.count_distinct(column.slice(0, _SAMPLE)).as_py() <= _FEW_DISTINCT
+    ):
+        encoded = pc.dictionary_encode(column.chunk(0))
+        if len(encoded.dictionary) <= 4 * _FEW_DISTINCT:
+            return pa.chunked_array([encoded])
+    return column
+
+
+def _sorted(table: pa.Table, sort_by: Sequence[str]) -> pa.Table:
+    if not sort_by or table.num_rows == 0:
+        return table
+    keys = [(c, "ascending") for c in sort_by if c in table.column_names]
+    if not keys:
+        return table
+    return table.take(pc.sort_indices(table, sort_keys=keys))
