@@ -213,8 +213,10 @@ def write_chunk(
             release_unused_memory()  # the writer's pages, before the statistics' hash tables
         return _finish(i, rows, key, size)
 
-    def _small(pool: ThreadPoolExecutor) -> list[tuple[WrittenPartition, SliceStatistics | None]]:
-        # encoded here, one file after the other; only the writes go to the pool
+    def _small(
+        pool: ThreadPoolExecutor | None,
+    ) -> list[tuple[WrittenPartition, SliceStatistics | None]]:
+        # encoded here, one file after the other; only the writes go to the pool (if any)
         known = None
         if candidates is not None:
             with contextlib.suppress(pa.ArrowException):  # computed file by file, then
@@ -241,7 +243,10 @@ def write_chunk(
             batch.append((key, data))
             out.append(_finish(i, rows, key, data.size, known))
             if len(batch) == SMALL_FILES_PER_TASK or i == len(plan) - 1:
-                pending.append(pool.submit(_write_all, store, batch))
+                if pool is None:
+                    _write_all(store, batch)
+                else:
+                    pending.append(pool.submit(_write_all, store, batch))
                 batch = []
             while len(pending) > SMALL_TASKS_IN_FLIGHT:
                 pending.popleft().result()
@@ -251,12 +256,12 @@ def write_chunk(
 
     results: list[tuple[WrittenPartition, SliceStatistics | None]] = []
     try:
+        small = parquet is not None and plan.body.nbytes <= SMALL_FILE_BYTES * len(plan)
         if len(plan) > 1 and max_workers > 1:
             with ThreadPoolExecutor(max_workers=min(max_workers, len(plan))) as pool:
-                if parquet and plan.body.nbytes <= SMALL_FILE_BYTES * len(plan):
-                    results = _small(pool)
-                else:
-                    results = list(pool.map(_one, range(len(plan))))
+                results = _small(pool) if small else list(pool.map(_one, range(len(plan))))
+        elif len(plan) > 1 and small:
+            results = _small(None)  # a dask task's chunk: one thread, many files
         else:
             results = [_one(i) for i in range(len(plan))]
     except BaseException:

@@ -95,3 +95,34 @@ def test_a_small_files_write_failing_half_way_leaves_none_behind(
     assert left == [os.path.join("ds", "table", "p=97")]
     with pytest.raises(kf.DatasetNotFoundError):
         kf.read_dataset_metadata("ds", str(root))
+
+
+@pytest.mark.parametrize("workers", [4, 1], ids=["pool", "one-thread"])
+def test_small_files_chunk_equals_the_file_by_file_chunk(
+    tmp_path: Path, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chunk kernel's result, with a pool (eager writes) and without (a dask task):
+    the same files byte for byte, the same statistics rows and index pairs."""
+    df = _frame(150)
+    out = {}
+    for mode, limit in (("small", 1 << 40), ("file by file", 0)):
+        monkeypatch.setattr(chunks, "SMALL_FILE_BYTES", limit)
+        store = kf.Store(str(tmp_path / mode))
+        result = chunks.write_chunk(
+            store,
+            "ds",
+            df,
+            partition_on=["p"],
+            index_columns=["x"],
+            max_workers=workers,
+            file_uuid="f" * 32,
+        )
+        out[mode] = (store, result)
+    (store_a, a), (store_b, b) = out["small"], out["file by file"]
+    assert len(a.partitions) == len(b.partitions) == 150
+    for x, y in zip(a.partitions, b.partitions, strict=True):
+        assert (x.label, x.key, x.rows, x.size) == (y.label, y.key, y.rows, y.size)
+        assert store_a.get(x.key) == store_b.get(y.key)
+        assert x.statistics is not None and y.statistics is not None
+        assert x.statistics.one().equals(y.statistics.one())
+        assert x.index_pairs["x"].pairs().equals(y.index_pairs["x"].pairs())
