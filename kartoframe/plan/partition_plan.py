@@ -272,10 +272,14 @@ def _single_chunks(body: pa.Table) -> pa.Table:
     """
     if all(c.num_chunks <= 1 for c in body.columns):
         return body
-    columns = [
-        c if c.num_chunks <= 1 else pa.chunked_array([c.combine_chunks()]) for c in body.columns
-    ]
+    columns = [_one_chunk(c) for c in body.columns]
     return pa.Table.from_arrays(columns, schema=body.schema)  # keeps the schema metadata
+
+
+def _one_chunk(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    if column.num_chunks <= 1:
+        return column
+    return pa.chunked_array([column.combine_chunks()])
 
 
 def _source_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -286,8 +290,7 @@ def _source_column(column: pa.ChunkedArray) -> pa.ChunkedArray:
     strings: ~200 ms); gathering integer codes and decoding them from a small,
     cache-resident dictionary gives the same values in well under half the time.
     """
-    if column.num_chunks > 1:
-        column = pa.chunked_array([column.combine_chunks()])
+    column = _one_chunk(column)
     t = column.type
     if (
         column.num_chunks == 1

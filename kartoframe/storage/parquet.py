@@ -177,9 +177,7 @@ def write_row_groups(
         raise
     if store.is_local:
         return os.path.getsize(path)
-    data = sink.getvalue().to_pybytes()
-    store.put(key, data)
-    return len(data)
+    return write_encoded(store, key, sink.getvalue())
 
 
 def partition_expression(schema: pa.Schema, values: Sequence[tuple[str, Any]]) -> pc.Expression:
