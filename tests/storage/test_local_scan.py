@@ -157,3 +157,48 @@ def test_a_large_file_among_small_ones_reads_alike_with_and_without_threads(
     )
     assert fast is not None and fast.num_rows == sum(40 + i for i in range(N_FILES)) + n
     assert fast.equals(_dataset_scan(store, [*keys, key], [*pvs, pvs[0]], None, monkeypatch))
+
+
+def test_files_of_mixed_types_are_cast_group_by_group(files, monkeypatch) -> None:
+    """Files are cast once per run of files alike in their types: narrower and dataset
+    types interleaved across gather groups (and a timestamp unit change) read as the
+    dataset scan reads them, in file order; an uncastable file anywhere gives None."""
+    store, _, pvs = files
+    import datetime as dt
+
+    schema = SCHEMA.append(pa.field("t", pa.timestamp("ns")))
+    mixed_keys, mixed_pvs = [], []
+    for i in range(3 * GATHER_FILES + 1):
+        body = _body(7 + i, 100 + i)
+        if i % 3 == 1:
+            body = body.set_column(0, "x", body["x"].cast(pa.int16()))
+        if i % 5 == 2:
+            body = body.set_column(0, "x", body["x"].cast(pa.int32()))
+        unit = "us" if i % 2 else "ns"
+        stamps = [dt.datetime(2024, 1, 1, 0, 0, i)] * body.num_rows
+        body = body.append_column("t", pa.array(stamps, pa.timestamp(unit)))
+        key = f"ds/table/p=k0/d=2024-01-01/mixed{i}.parquet"
+        _write(store, key, body)
+        mixed_keys.append(key)
+        mixed_pvs.append(pvs[0])
+    fast = read_local_files(store, mixed_keys, schema, mixed_pvs, None)
+    assert fast is not None
+    with monkeypatch.context() as m:
+        m.setattr(parquet, "read_local_files", lambda *a, **k: None)
+        slow = parquet.read_files(store, mixed_keys, schema, partition_values=mixed_pvs)
+    assert fast.equals(slow, check_metadata=True)
+    assert fast.schema.field("x").type == pa.int64()
+    assert fast.schema.field("t").type == pa.timestamp("ns")
+    assert fast["x"].to_pylist()[: 7 + 8] == (
+        _body(7, 100)["x"].to_pylist() + _body(8, 101)["x"].to_pylist()
+    )
+    bad = (
+        _body(5, 9)
+        .set_column(0, "x", pa.array(["a"] * 5))
+        .append_column("t", pa.array([dt.datetime(2024, 1, 1)] * 5, pa.timestamp("ns")))
+    )
+    bad_key = "ds/table/p=k0/d=2024-01-01/bad.parquet"
+    _write(store, bad_key, bad)
+    for at in (0, GATHER_FILES // 2, len(mixed_keys)):
+        ks = [*mixed_keys[:at], bad_key, *mixed_keys[at:]]
+        assert read_local_files(store, ks, schema, [pvs[0]] * len(ks), None) is None, at
