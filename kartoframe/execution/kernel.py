@@ -34,8 +34,9 @@ def read_task_table(
 ) -> pa.Table:
     """Read the files of one task as one Arrow table (projection and filter applied).
 
-    ``for_pandas`` reads timestamps in the unit the writer's pandas frame had (the scan
-    converts them in parallel, so :func:`to_frame` needs no second pass).
+    ``for_pandas`` reads timestamps in the unit the writer's pandas frame had and strings
+    as ``large_string`` (the scan converts them in parallel, so :func:`to_frame` needs no
+    second pass; :func:`kartoframe.format.convert.pandas_read_schema`).
     """
     cols = list(columns) if columns is not None else list(plan.columns)
     pk = plan.partition_keys
@@ -80,10 +81,14 @@ def read_whole_files(store: Store, keys: Sequence[str], schema: pa.Schema) -> pa
     return read_data_files(store, list(keys), schema)
 
 
-def read_plan_table(plan: ScanPlan, store: Store) -> pa.Table:
-    """Read every file of a plan in one multi-threaded scan (tasks must carry no extra)."""
+def read_plan_table(plan: ScanPlan, store: Store, *, for_pandas: bool = True) -> pa.Table:
+    """Read every file of a plan in one multi-threaded scan (tasks must carry no extra).
+
+    ``for_pandas`` scans in the types :func:`to_frame` converts fastest (see
+    :func:`kartoframe.format.convert.pandas_read_schema`); else in the dataset's.
+    """
     files = [f for t in plan.tasks for f in t.files]
-    return read_task_table(plan, ReadTask(tuple(files)), store, for_pandas=True)
+    return read_task_table(plan, ReadTask(tuple(files)), store, for_pandas=for_pandas)
 
 
 def iter_plan_batches(

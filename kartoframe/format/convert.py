@@ -198,18 +198,22 @@ def pandas_read_schema(schema: pa.Schema, categoricals: tuple[str, ...] = ()) ->
     that stores the column dictionary-encoded (a pandas ``Categorical`` written by
     plateau or kartoframe) keeps its dictionary, so the declared categories come back in
     their declared order, unused ones included (categories of other files follow).
+
+    Other string columns are scanned as ``large_string``, the type pandas' Arrow-backed
+    string dtype (pandas 3's default) holds: pandas would otherwise cast each one on the
+    calling thread (offsets widened to 64 bits) when it converts the table. For pandas'
+    ``object`` strings both types convert alike.
     """
     wanted = set(categoricals)
-    if wanted & set(schema.names):
-        schema = pa.schema(
-            [
-                pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable, f.metadata)
-                if f.name in wanted and (pa.types.is_string(f.type) or pa.types.is_binary(f.type))
-                else f
-                for f in schema
-            ],
-            metadata=schema.metadata,
-        )
+    fields = []
+    for f in schema:
+        if pa.types.is_string(f.type) or pa.types.is_binary(f.type):
+            if f.name in wanted:
+                f = pa.field(f.name, pa.dictionary(pa.int32(), f.type), f.nullable, f.metadata)
+            elif pa.types.is_string(f.type):
+                f = pa.field(f.name, pa.large_string(), f.nullable, f.metadata)
+        fields.append(f)
+    schema = pa.schema(fields, metadata=schema.metadata)
     meta = pandas_metadata(schema) or {}
     units: dict[str, str] = {}
     for rec in meta.get("columns", []):
@@ -301,5 +305,9 @@ def records_to_frame(
         if not pa.types.is_dictionary(col.type):
             idx = names.index(c)
             table = table.set_column(idx, c, pc.dictionary_encode(col))
-    df = table.to_pandas(date_as_object=dates_as_object, split_blocks=True, self_destruct=False)
+    # one block a column lets single-chunk columns convert without a copy (a 25k-row
+    # table: 0.21 ms against 0.46 ms); columns of many chunks are copied anyway, and into
+    # pandas' consolidated blocks faster (5M rows in 200 chunks: 23 ms against 33 ms)
+    split = all(col.num_chunks <= 1 for col in table.columns)
+    df = table.to_pandas(date_as_object=dates_as_object, split_blocks=split, self_destruct=False)
     return _restore_units(df, dict(records))

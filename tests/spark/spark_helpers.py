@@ -22,7 +22,7 @@ def kartoframe_expected(
 ) -> pa.Table:
     """The eager engine's result, in the Arrow types Spark uses."""
     plan, st = plan_read(uuid, store, columns=columns, predicates=predicates)
-    table = read_plan_table(plan, st)
+    table = read_plan_table(plan, st, for_pandas=False)
     return to_spark_table(table, spark_arrow_schema(plan.schema, plan.columns))
 
 

@@ -105,7 +105,7 @@ def test_spark_to_kartoframe_pandas_dask_and_spark(spark, tmp_path, partition_on
     want = _expected_from_input(table, "ds", store)
     # exact values through the eager engine's Arrow path
     plan, st = plan_read("ds", store)
-    assert_tables_equal(read_plan_table(plan, st), want)
+    assert_tables_equal(read_plan_table(plan, st, for_pandas=False), want)
     # pandas
     pdf = kf.read_table("ds", store)
     expected_pdf = table_to_frame(want, md.schema)
@@ -176,7 +176,7 @@ def test_timestamps_are_microseconds_and_exact(spark, tmp_path) -> None:
         col = pq.read_metadata(store.path(key)).schema.column(1)
         assert col.logical_type.to_json().count("microseconds") == 1
     plan, st = plan_read("ds", store)
-    assert sorted(read_plan_table(plan, st)["t"].to_pylist()) == values
+    assert sorted(read_plan_table(plan, st, for_pandas=False)["t"].to_pylist()) == values
     df = kf.read_table("ds", store)
     assert df["t"].dtype == "datetime64[us]"
     assert sorted(df["t"].dt.to_pydatetime().tolist()) == values
@@ -314,7 +314,7 @@ def test_object_store_write_and_read(spark, s3_store) -> None:
     )
     want = _expected_from_input(table, "ds", s3_store)
     plan, st = plan_read("ds", s3_store)
-    assert_tables_equal(read_plan_table(plan, st), want)
+    assert_tables_equal(read_plan_table(plan, st, for_pandas=False), want)
     sdf = kfs.read_dataset_as_sdf(spark, "ds", s3_store, predicates=[[("s", "==", "s1")]])
     assert sorted(r["id"] for r in sdf.collect()) == [
         i for i in range(N) if i % 7 == 1 and i % 4 != 3
