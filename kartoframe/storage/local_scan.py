@@ -59,13 +59,14 @@ def _gathered(pending: list[pa.Table], target: pa.Schema, *, last: bool) -> pa.T
 
 
 def _widened(table: pa.Table, target: pa.Schema) -> pa.Table | None:
-    """``table`` (the columns of ``target``, in order) with the dataset's types: a file may
-    hold narrower ones (int16 for int64, µs for a frame's ns), cast as the dataset scan
-    casts; None if a cast fails.
+    """``table`` (the columns of ``target``, in order) with the dataset's fields: a file may
+    hold narrower types (int16 for int64, µs for a frame's ns), cast as the dataset scan
+    casts, or declare a column non-nullable (Spark's required fields); None if a cast
+    fails.
     """
-    columns = table.columns
-    if all(col.type.equals(f.type) for col, f in zip(columns, target, strict=True)):
+    if table.schema.equals(target):
         return table
+    columns = table.columns
     try:
         cast = [
             col if col.type.equals(f.type) else col.cast(f.type, safe=True)
@@ -127,9 +128,9 @@ def read_local_files(
                 if gathered is None:
                     return None
                 tables.append(gathered)
+        body = pa.concat_tables(tables)
     except (OSError, EOFError, pa.ArrowException, ValueError, TypeError):
         return None  # the dataset scan reads them again and names what failed
-    body = pa.concat_tables(tables)
     arrays: dict[str, pa.Array | pa.ChunkedArray] = {c: body.column(c) for c in wanted}
     for c in given:  # in Arrow memory, one constant chunk per file
         t = schema.field(c).type

@@ -202,3 +202,22 @@ def test_files_of_mixed_types_are_cast_group_by_group(files, monkeypatch) -> Non
     for at in (0, GATHER_FILES // 2, len(mixed_keys)):
         ks = [*mixed_keys[:at], bad_key, *mixed_keys[at:]]
         assert read_local_files(store, ks, schema, [pvs[0]] * len(ks), None) is None, at
+
+
+def test_files_declaring_required_columns_read_with_the_others(files, monkeypatch) -> None:
+    """A file whose column is required (non-nullable, as Spark writes non-null columns)
+    among files where it is optional, on both sides of a gather group's edge: read file
+    by file as the dataset scan reads them, with the dataset's (nullable) fields."""
+    store, keys, pvs = files
+    body = _body(6, 3)
+    required = pa.schema([pa.field("x", pa.int64(), nullable=False), pa.field("s", pa.string())])
+    key = "ds/table/p=k0/d=2024-01-01/required.parquet"
+    _write(store, key, body.cast(required))
+    assert not pq.read_schema(store.path(key)).field("x").nullable
+    for at in (0, GATHER_FILES - 1, GATHER_FILES, len(keys)):
+        ks = [*keys[:at], key, *keys[at:]]
+        ps = [*pvs[:at], pvs[0], *pvs[at:]]
+        fast = read_local_files(store, ks, SCHEMA, ps, None)
+        assert fast is not None, at
+        assert fast.equals(_dataset_scan(store, ks, ps, None, monkeypatch), check_metadata=True)
+        assert fast.schema.field("x").nullable
