@@ -101,6 +101,20 @@ def _total(fn: Callable[[], Any]) -> dict[str, float]:
     return {"total": time.perf_counter() - t}
 
 
+def _pyarrow_read(
+    root: Path, columns: list[str] | None = None, filter: pc.Expression | None = None
+) -> dict[str, float]:
+    """compare.py's pyarrow.dataset read of ``root`` (hive folders), timed in its parts."""
+    t0 = time.perf_counter()
+    dataset = ds.dataset(str(root), format="parquet", partitioning="hive")
+    t1 = time.perf_counter()
+    table = dataset.to_table(columns=columns, filter=filter)
+    t2 = time.perf_counter()
+    table.to_pandas()
+    t3 = time.perf_counter()
+    return {"discovery": t1 - t0, "scan": t2 - t1, "to pandas": t3 - t2, "total": t3 - t0}
+
+
 def line_write(data_dir: Path, spec: Any, repeat: int) -> None:
     df = spec.table(data_dir)
     po = systems.PARTITION_ON
@@ -150,16 +164,6 @@ def line_read(data_dir: Path, spec: Any, repeat: int, stages: Stages) -> None:
     proot = systems.sales_dataset("pyarrow", spec, data_dir)
     ktable = kroot / systems.UUID / "table"
 
-    def pyarrow(root: Path) -> dict[str, float]:
-        t0 = time.perf_counter()
-        dataset = ds.dataset(str(root), format="parquet", partitioning="hive")
-        t1 = time.perf_counter()
-        table = dataset.to_table()
-        t2 = time.perf_counter()
-        table.to_pandas()
-        t3 = time.perf_counter()
-        return {"discovery": t1 - t0, "scan": t2 - t1, "to pandas": t3 - t2, "total": t3 - t0}
-
     print(f"full read: {spec.rows:,} rows (ratio: to pyarrow.dataset on its own files)")
     _rounds(
         {
@@ -168,8 +172,8 @@ def line_read(data_dir: Path, spec: Any, repeat: int, stages: Stages) -> None:
             ),
             # the same folders (key=value, as Kartothek lays them out), read as pyarrow reads
             # its own: the file types (int32, int16, µs) kept, no cast
-            "pyarrow.dataset on kartoframe's files": lambda: pyarrow(ktable),
-            "pyarrow.dataset (hive, its own files)": lambda: pyarrow(proot),
+            "pyarrow.dataset on kartoframe's files": lambda: _pyarrow_read(ktable),
+            "pyarrow.dataset (hive, its own files)": lambda: _pyarrow_read(proot),
         },
         repeat,
     )
@@ -189,16 +193,6 @@ def line_range(data_dir: Path, spec: Any, repeat: int, stages: Stages) -> None:
         & (pc.field("price") < q.price_hi)
     )
 
-    def pyarrow() -> dict[str, float]:
-        t0 = time.perf_counter()
-        dataset = ds.dataset(str(proot), format="parquet", partitioning="hive")
-        t1 = time.perf_counter()
-        table = dataset.to_table(columns=cols, filter=expr)
-        t2 = time.perf_counter()
-        table.to_pandas()
-        t3 = time.perf_counter()
-        return {"discovery": t1 - t0, "scan": t2 - t1, "to pandas": t3 - t2, "total": t3 - t0}
-
     print(f"range read: {exp['rows']:,} of {spec.rows:,} rows (ratio: to pyarrow.dataset)")
     _rounds(
         {
@@ -207,7 +201,7 @@ def line_range(data_dir: Path, spec: Any, repeat: int, stages: Stages) -> None:
                     systems.UUID, str(kroot), columns=cols, predicates=q.predicates()
                 )
             ),
-            "pyarrow.dataset": pyarrow,
+            "pyarrow.dataset": lambda: _pyarrow_read(proot, cols, expr),
         },
         repeat,
     )
