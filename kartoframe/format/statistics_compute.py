@@ -177,11 +177,15 @@ class _ColumnAccumulator:
         """Widen the running bounds by ``values`` (NaN only where nothing else is)."""
         if not minmax_type(self.t) or len(values) == values.null_count:
             return
-        mm = pc.min_max(values)
-        lo_s, hi_s = mm["min"], mm["max"]
-        if lo_s.type != self.t:  # computed on the narrower stored type (see widens_exactly)
-            lo_s, hi_s = lo_s.cast(self.t), hi_s.cast(self.t)
-        lo, hi = lo_s.as_py(), hi_s.as_py()
+        bounds = _float_bounds(values)
+        if bounds is not None:
+            lo, hi = bounds
+        else:
+            mm = pc.min_max(values)
+            lo_s, hi_s = mm["min"], mm["max"]
+            if lo_s.type != self.t:  # computed on the narrower stored type (widens_exactly)
+                lo_s, hi_s = lo_s.cast(self.t), hi_s.cast(self.t)
+            lo, hi = lo_s.as_py(), hi_s.as_py()
         if lo is None or (isinstance(lo, float) and math.isnan(lo)):
             return
         self.lo = lo if self.lo is None else min(self.lo, lo)
@@ -220,6 +224,28 @@ class _ColumnAccumulator:
             lo = _truncate_min(lo, STRING_STATS_MAX_BYTES)
             hi = _truncate_max(hi, STRING_STATS_MAX_BYTES)
         return ColumnStatistics(t, lo, hi, self.nulls, self.candidate, distinct, values, bloom)
+
+
+def _float_bounds(values: pa.Array | pa.ChunkedArray) -> tuple[float, float] | None:
+    """The smallest and largest non-NaN, non-null value of a float32 or float64 column, by
+    numpy's ``fmin``/``fmax`` (NaN if there is none); None for any other type.
+
+    Arrow's ``min_max`` takes about 100 µs for 25,000 doubles (the integers' kernel: 8 µs);
+    the two reductions over the buffer take 7 µs, with the same values (NaN skipped). A
+    zero bound may differ in sign: each picks whichever zero its reduction order meets,
+    and -0.0 == 0.0 in every comparison that skips files.
+    """
+    if not (pa.types.is_float32(values.type) or pa.types.is_float64(values.type)):
+        return None
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    lo = hi = math.nan
+    for chunk in chunks:
+        if len(chunk) == chunk.null_count:
+            continue
+        data = chunk.to_numpy(zero_copy_only=False)  # nulls become NaN, which is skipped
+        lo = float(np.fmin(lo, np.fmin.reduce(data)))
+        hi = float(np.fmax(hi, np.fmax.reduce(data)))
+    return lo, hi
 
 
 def _sorted_unique(hashes: np.ndarray) -> np.ndarray:

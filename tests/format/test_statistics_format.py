@@ -7,6 +7,7 @@ import decimal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -300,3 +301,36 @@ def test_large_chunks_with_categorical_columns_get_statistics() -> None:
     assert [(r["min"]["c"], r["max"]["c"]) for r in rows] == [("a", "c"), ("a", "c")]
     assert [r["value_list"]["x"] for r in rows] == [None, None]
     assert rows[1]["min"]["x"] == 20_000
+
+
+@pytest.mark.parametrize("arrow_type", [pa.float64(), pa.float32()])
+@pytest.mark.parametrize("seed", range(40))
+def test_float_bounds_are_arrows_min_max(arrow_type: pa.DataType, seed: int) -> None:
+    """The float bounds (numpy's fmin/fmax over the buffers) are Arrow's ``min_max`` of the
+    same column: NaN, nulls, infinities, signed zeros, empty and all-null chunks, several
+    chunks. A zero bound's sign is not kept: both pick whichever zero their reduction
+    order meets (Arrow keeps the first), and -0.0 == 0.0 in every comparison that skips
+    files."""
+    import math
+
+    from kartoframe.format.statistics_compute import _float_bounds
+
+    rng = np.random.default_rng(seed)
+    pool = [0.0, -0.0, 1.5, -2.5, np.nan, np.inf, -np.inf, None, 1e-300, -1e308]
+    chunks = []
+    for _ in range(int(rng.integers(1, 4))):
+        n = int(rng.integers(0, 12))
+        picked = [pool[i] for i in rng.integers(0, len(pool), n)]
+        chunks.append(pa.array(picked, type=arrow_type, from_pandas=False))
+    column = pa.chunked_array(chunks, type=arrow_type)
+    if len(column) == column.null_count:
+        return  # the accumulator asks for no bounds then
+    got = _float_bounds(column)
+    assert got is not None
+    mm = pc.min_max(column)
+    want = (mm["min"].as_py(), mm["max"].as_py())
+    for g, w in zip(got, want, strict=True):
+        if math.isnan(w):
+            assert math.isnan(g), (got, want, column)
+        else:
+            assert g == w, (got, want, column)
