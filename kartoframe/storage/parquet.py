@@ -83,11 +83,10 @@ def write_table(
     if not store.is_local:
         data = encode_table(table, compression, row_group_size, dictionary)
         return write_encoded(store, key, data)
-    kwargs = {**_write_options(table, compression, dictionary), "row_group_size": row_group_size}
     path = store.path(key)
 
     def _write_local() -> int:
-        local_makedirs(path, lambda: pq.write_table(table, path, **kwargs))
+        local_makedirs(path, lambda: _encode(table, path, compression, row_group_size, dictionary))
         return os.path.getsize(path)
 
     return store.with_retry("write", key, _write_local)
@@ -100,10 +99,21 @@ def encode_table(
     dictionary: list[str] | bool | None = None,
 ) -> pa.Buffer:
     """The bytes :func:`write_table` writes for ``table``, encoded in memory (no I/O)."""
-    kwargs = {**_write_options(table, compression, dictionary), "row_group_size": row_group_size}
     sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, **kwargs)
+    _encode(table, sink, compression, row_group_size, dictionary)
     return sink.getvalue()
+
+
+def _encode(
+    table: pa.Table,
+    where: str | pa.NativeFile,
+    compression: str | None,
+    row_group_size: int | None,
+    dictionary: list[str] | bool | None,
+) -> None:
+    """Encode ``table`` as one Parquet file into ``where`` (a local path or a sink)."""
+    options = _write_options(table, compression, dictionary)
+    pq.write_table(table, where, row_group_size=row_group_size, **options)
 
 
 def write_encoded(store: Store, key: str, data: pa.Buffer) -> int:
