@@ -142,10 +142,12 @@ def value_codes(table: pa.Table, columns: Sequence[str]) -> tuple[np.ndarray, in
     parts = _by_column(_codes, [table[c] for c in columns], len(table))
     n_codes = math.prod(len(dictionary) for _, dictionary in parts)
     dtype = np.uint16 if n_codes <= 1 << 16 else np.int64
-    codes = np.zeros(table.num_rows, dtype=dtype)
+    if not parts:
+        return np.zeros(table.num_rows, dtype=dtype), 1
+    codes: np.ndarray[Any, np.dtype[Any]]
     n = 1
     for col_codes, dictionary in parts:
-        if n == 1:
+        if n == 1:  # the first column, or only single-valued ones before it
             codes = col_codes.astype(dtype)
         else:
             if n * len(dictionary) > 1 << 62:  # renumber the combinations seen so far

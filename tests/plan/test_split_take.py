@@ -137,8 +137,9 @@ def test_value_codes_number_equal_keys_equally(
     n = 120_000
     columns = {c: rng.integers(0, distinct, n) for c in "abcd"}
     columns["s"] = pa.array([f"v{i}" for i in rng.integers(0, 2, n)], pa.large_string())
+    columns["one"] = np.full(n, 7)  # a single value: contributes nothing to the codes
     table = pa.table(columns)
-    for keys in (["s"], ["a", "s"], ["a", "b", "c", "d"]):
+    for keys in (["s"], ["a", "s"], ["a", "b", "c", "d"], ["one", "a"], ["one", "s", "one"]):
         codes, count = partition_plan.value_codes(table, keys)
         tuples = list(zip(*(table[k].to_pylist() for k in keys), strict=True))
         first: dict[tuple[object, ...], int] = {}
@@ -147,3 +148,5 @@ def test_value_codes_number_equal_keys_equally(
         assert int(codes.min()) >= 0 and int(codes.max()) < count
         if count <= 1 << 16:
             assert codes.dtype == np.uint16
+    codes, count = partition_plan.value_codes(table, [])  # no key: one code for every row
+    assert count == 1 and codes.tolist() == [0] * n and codes.dtype == np.uint16
