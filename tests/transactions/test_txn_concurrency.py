@@ -172,3 +172,4 @@ def test_concurrent_appends_to_a_large_header(tmp_path: Path, workers: Workers, 
 
     plateau_md = DatasetMetadata.load_from_store("ds", f"hfs://{tmp_path}/store")
     assert set(plateau_md.partitions) == set(state.header.partitions)
+    assert kf.check_dataset("ds", store).ok
