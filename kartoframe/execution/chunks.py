@@ -25,6 +25,7 @@ from kartoframe.format.arrow_memory import release_unused_memory
 from kartoframe.format.convert import frame_to_table, storage_table
 from kartoframe.format.encoding import SAMPLE_ROWS, dictionary_columns
 from kartoframe.format.index import index_value_pairs
+from kartoframe.format.index_group import files_index
 from kartoframe.format.schema import normalize_schema
 from kartoframe.format.statistics_compute import (
     SliceAccumulator,
@@ -35,9 +36,10 @@ from kartoframe.format.statistics_compute import (
     value_list_candidates,
     with_files,
 )
-from kartoframe.plan.partition_plan import plan_one_partition, plan_partitions
+from kartoframe.plan.partition_plan import PartitionPlan, plan_one_partition, plan_partitions
 from kartoframe.plan.write import (
     ChunkResult,
+    FilePairs,
     StatisticsRow,
     WrittenPartition,
     check_write_columns,
@@ -183,13 +185,12 @@ def write_chunk(
         i: int, rows: pa.Table, key: str, size: int, known: list[SliceStatistics] | None = None
     ) -> tuple[WrittenPartition, SliceStatistics | None]:
         label = plan.labels[i]
-        pairs = {c: index_value_pairs(c, rows[c], label) for c in index_columns}
         stats = None
         if known is not None:
             stats = known[i]
         elif candidates is not None:
             stats = _slice_statistics(rows, candidates, bloom_filter_columns)
-        return WrittenPartition(label, key, rows.num_rows, size, pairs), stats
+        return WrittenPartition(label, key, rows.num_rows, size, {}), stats
 
     def _one(i: int) -> tuple[WrittenPartition, SliceStatistics | None]:
         # gather, encode and drop one file's rows: no reordered copy of the whole chunk
@@ -259,37 +260,58 @@ def write_chunk(
         small = parquet is not None and plan.body.nbytes <= SMALL_FILE_BYTES * len(plan)
         if len(plan) > 1 and max_workers > 1:
             with ThreadPoolExecutor(max_workers=min(max_workers, len(plan))) as pool:
-                results = _small(pool) if small else list(pool.map(_one, range(len(plan))))
-        elif len(plan) > 1 and small:
-            results = _small(None)  # a dask task's chunk: one thread, many files
+                if small:
+                    results = _small(pool)
+                    entries = _index_entries(plan, index_columns)
+                else:
+                    files = pool.map(_one, range(len(plan)))  # every file submitted
+                    entries = _index_entries(plan, index_columns)  # while they are written
+                    results = list(files)
         else:
-            results = [_one(i) for i in range(len(plan))]
+            # a dask task's chunk of small files: one thread, many files
+            results = _small(None) if len(plan) > 1 and small else list(map(_one, range(len(plan))))
+            entries = _index_entries(plan, index_columns)
     except BaseException:
         delete_files(store, keys)
         raise
-    written = _with_shared_pairs([w for w, _ in results], index_columns)
+    written = [
+        dataclasses.replace(w, index_pairs={c: entries[c][i] for c in index_columns})
+        for i, (w, _) in enumerate(results)
+    ]
     parts = [st for _, st in results]
     if written and candidates is not None and all(st is not None for st in parts):
         written = _with_statistics(written, assemble_statistics(parts))  # type: ignore[arg-type]
     return ChunkResult(tuple(written), schema, origin)
 
 
-def _with_shared_pairs(
-    written: list[WrittenPartition], index_columns: Sequence[str]
-) -> list[WrittenPartition]:
-    """The files' index entries as labels of the chunk's partial index of each column
-    (see :class:`~kartoframe.plan.write.FilePairs`).
+def _index_entries(plan: PartitionPlan, index_columns: Sequence[str]) -> dict[str, list[FilePairs]]:
+    """Each file's entries of the chunk's partial index of each column (see
+    :class:`~kartoframe.plan.write.FilePairs`), built from the whole column at once
+    (:func:`~kartoframe.format.index_group.files_index`), or from each file's pairs.
     """
-    if not written or not index_columns:
-        return written
-    entries = {
-        c: chunk_pairs(c, [(w.label, w.index_pairs[c]) for w in written])  # type: ignore[misc]
-        for c in index_columns
-    }
-    return [
-        dataclasses.replace(w, index_pairs={c: entries[c][i] for c in index_columns})
-        for i, w in enumerate(written)
-    ]
+    if not index_columns or not len(plan):
+        return {c: [] for c in index_columns}
+    groups = plan.group_ids()
+    out = {}
+    for c in index_columns:
+        index = files_index(c, plan.body[c], groups, plan.labels)
+        if index is not None:
+            out[c] = [FilePairs(index, i) for i in range(len(plan))]
+            continue
+        column = plan.body[c]
+        files = [
+            (label, index_value_pairs(c, _group_values(plan, column, i), label))
+            for i, label in enumerate(plan.labels)
+        ]
+        out[c] = chunk_pairs(c, files)
+    return out
+
+
+def _group_values(plan: PartitionPlan, column: pa.ChunkedArray, i: int) -> pa.ChunkedArray:
+    """The values of ``column`` (of the plan's body) in file ``i``, in any order."""
+    if plan.order is None:
+        return column
+    return column.take(pa.array(plan.order[plan.starts[i] : plan.ends[i]]))
 
 
 def _value_list_candidates(body: pa.Table) -> frozenset[str] | None:

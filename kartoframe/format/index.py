@@ -26,6 +26,7 @@ from kartoframe.format.index_group import (
     PARTITION_COLUMN,
     IndexSource,
     build_index,
+    canonical_values,
     empty_index,
     merge_index,
 )
@@ -60,15 +61,7 @@ def index_value_pairs(column: str, values: pa.Array | pa.ChunkedArray, label: st
     The ``label`` column is dictionary-encoded (one dictionary entry, all codes 0): the
     label string is not repeated per value, and grouping needs no string hashing.
     """
-    t = normalize_type(values.type)
-    if values.type != t:
-        values = values.cast(t)
-    if pa.types.is_floating(t):
-        # one NaN and one zero: Arrow's unique keeps NaNs of other bit patterns (-nan) and
-        # -0.0 apart from 0.0, while equality (and plateau's pandas-built indices) do not
-        values = pc.if_else(pc.is_nan(values), pa.scalar(float("nan"), t), values)
-        values = pc.if_else(pc.equal(values, pa.scalar(0.0, t)), pa.scalar(0.0, t), values)
-    uniq = pc.unique(values).drop_null()
+    uniq = pc.unique(canonical_values(values)).drop_null()
     codes = pa.array(np.zeros(len(uniq), dtype=np.int32))
     labels = pa.DictionaryArray.from_arrays(codes, pa.array([label], type=pa.string()))
     return pa.table({column: uniq, "label": labels})
@@ -124,9 +117,15 @@ def index_to_bytes(index: pa.Table | IndexSource) -> bytes:
     """
     size = index_row_group_size(index)
     buf = io.BytesIO()
+    column = index.column if not isinstance(index, pa.Table) else index.column_names[0]
     options: dict[str, Any] = {
         "version": "2.6",
         "dictionary_pagesize_limit": INDEX_DICTIONARY_PAGE_LIMIT,
+        # Bounds of the values only (what a lookup skips row groups by): the labels'
+        # bounds were half of the encoding (a 2.2M-label index: 61 -> 34 ms).
+        "write_statistics": [column],
+        # The labels repeat; the values are distinct (a dictionary of them is waste).
+        "use_dictionary": [_LABEL_PATH],
     }
     if isinstance(index, pa.Table):
         pq.write_table(index.replace_schema_metadata(None), buf, row_group_size=size, **options)
@@ -144,6 +143,9 @@ def index_to_bytes(index: pa.Table | IndexSource) -> bytes:
         writer.add_key_value_metadata({_ARROW_SCHEMA: base64.b64encode(plain.serialize())})
     return buf.getvalue()
 
+
+#: The Parquet path of an index file's labels (a list's items, as Parquet names them).
+_LABEL_PATH = f"{PARTITION_COLUMN}.list.element"
 
 #: The footer key of a Parquet file's Arrow schema (base64 of its IPC message).
 _ARROW_SCHEMA = "ARROW:schema"

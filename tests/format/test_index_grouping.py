@@ -206,7 +206,14 @@ def test_a_grouped_index_streams_the_same_file_row_group_by_row_group() -> None:
     assert grouped.num_labels == 750_000 and grouped.codes.dtype == np.uint16  # 300 labels
     data = index_to_bytes(grouped)
     assert data == index_to_bytes(table)
-    assert pq.ParquetFile(io.BytesIO(data)).metadata.num_row_groups > 3
+    meta = pq.ParquetFile(io.BytesIO(data)).metadata
+    assert meta.num_row_groups > 3
+    for g in range(meta.num_row_groups):
+        values, labels = meta.row_group(g).column(0), meta.row_group(g).column(1)
+        # the values' bounds (lookups skip row groups by them), plain; the labels coded
+        assert values.statistics.has_min_max and "RLE_DICTIONARY" not in values.encodings
+        assert labels.path_in_schema == "partition.list.element"
+        assert labels.statistics is None and "RLE_DICTIONARY" in labels.encodings
     assert grouped.slice_table(10, 12).equals(table.slice(10, 2))
     assert index_to_bytes(group_index("c", pa.int64(), [])) == index_to_bytes(
         build_index("c", pa.int64(), [])

@@ -1,0 +1,147 @@
+"""A chunk's partial index built from the whole column at once (``files_index``) is the
+one grouping the files' pairs makes (``group_index`` of ``index_value_pairs``), and the
+write kernel's files carry it."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kartoframe as kf
+import kartoframe.format.index_group as index_group
+from kartoframe.execution.chunks import write_chunk
+from kartoframe.format.index import index_value_pairs
+from kartoframe.format.index_group import files_index, group_index
+
+
+def _by_files(column: str, values: pa.Array, groups: np.ndarray, labels: list[str]) -> Any:
+    pairs = [
+        index_value_pairs(column, values.filter(pa.array(groups == g)), lb)
+        for g, lb in enumerate(labels)
+    ]
+    return group_index(column, values.type, pairs)
+
+
+def _plain(values: pa.Array) -> list[Any]:
+    return ["NaN" if v != v else v for v in values.to_pylist()]  # NaN equal to NaN
+
+
+def _same(a: Any, b: Any) -> None:
+    assert a.values.type == b.values.type
+    assert _plain(a.values) == _plain(b.values)
+    assert np.array_equal(a.offsets, b.offsets)
+    assert np.array_equal(a.codes.astype(np.int64), b.codes.astype(np.int64))
+    assert a.codes.dtype == b.codes.dtype
+    assert a.labels.equals(b.labels)
+
+
+VALUES = {
+    "int": (pa.int64(), st.one_of(st.none(), st.integers(-(2**40), 2**40))),
+    "int16": (pa.int16(), st.one_of(st.none(), st.integers(-5, 5))),
+    "str": (pa.large_string(), st.one_of(st.none(), st.text(max_size=3))),
+    # NaN, -0.0 and 0.0: one value each in an index (NaN of any bit pattern)
+    "float": (
+        pa.float32(),
+        st.one_of(st.none(), st.sampled_from([0.0, -0.0, float("nan"), -float("nan"), 1.5])),
+    ),
+    "bool": (pa.bool_(), st.one_of(st.none(), st.booleans())),
+    "date": (pa.date32(), st.one_of(st.none(), st.dates(datetime.date(2020, 1, 1)))),
+    "ns": (
+        pa.timestamp("ns"),
+        st.one_of(
+            st.none(), st.datetimes(datetime.datetime(2000, 1, 1), datetime.datetime(2200, 1, 1))
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(VALUES))
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_files_index_is_the_grouped_pairs(kind: str, data: st.DataObject) -> None:
+    t, strategy = VALUES[kind]
+    n_files = data.draw(st.integers(1, 7))
+    values = data.draw(st.lists(strategy, max_size=40))
+    # some files may get no row, or only nulls
+    groups = np.array(
+        data.draw(
+            st.lists(st.integers(0, n_files - 1), min_size=len(values), max_size=len(values))
+        ),
+        dtype=np.int32,
+    )
+    labels = [f"p={g}/f" for g in range(n_files)]
+    arr = pa.array(values, type=t)
+    got = files_index(
+        "c", pa.chunked_array([arr[: len(arr) // 2], arr[len(arr) // 2 :]], t), groups, labels
+    )
+    assert got is not None
+    _same(got, _by_files("c", arr, groups, labels))
+
+
+def test_dictionary_values_and_many_files() -> None:
+    rng = np.random.default_rng(3)
+    n = 50_000
+    words = pa.array([f"w{i:04d}" for i in range(3_000)])
+    arr = pa.DictionaryArray.from_arrays(pa.array(rng.integers(0, 3_000, n)), words)
+    groups = rng.integers(0, 300, n).astype(np.int32)
+    labels = [f"p={g}/f" for g in range(300)]
+    got = files_index("c", pa.chunked_array([arr]), groups, labels)
+    assert got is not None and got.codes.dtype == np.uint16
+    _same(got, _by_files("c", arr.cast(pa.string()), groups, labels))
+
+
+def test_too_many_cells_or_no_hash_kernel_give_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    arr = pa.chunked_array([pa.array(np.arange(100))])
+    groups = np.arange(100, dtype=np.int32) % 10
+    labels = [f"p={g}/f" for g in range(10)]
+    monkeypatch.setattr(index_group, "MAX_INDEX_CELLS", 999)  # 100 values x 10 files
+    assert files_index("c", arr, groups, labels) is None
+    monkeypatch.setattr(index_group, "MAX_INDEX_CELLS", 1000)
+    assert files_index("c", arr, groups, labels) is not None
+    nested = pa.chunked_array([pa.array([{"a": 1}] * 4)])
+    assert files_index("c", nested, np.zeros(4, np.int32), ["p=0/f"]) is None
+
+
+@pytest.mark.parametrize("cells", [index_group.MAX_INDEX_CELLS, 1], ids=["grid", "per file"])
+@pytest.mark.parametrize("rows", [600, 200_000], ids=["small files", "large files"])
+def test_written_files_carry_the_same_entries(
+    cells: int, rows: int, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write kernel's entries, through the grid or through each file's pairs (the
+    fallback), are the file's distinct non-null values, whatever path wrote the file."""
+    monkeypatch.setattr(index_group, "MAX_INDEX_CELLS", cells)
+    rng = np.random.default_rng(rows)
+    x = rng.integers(0, 5_000, rows).astype(float)
+    x[rng.integers(0, rows, 50)] = np.nan
+    table = pa.table(
+        {
+            "p": rng.integers(0, 30, rows),
+            "x": pa.array(x, mask=np.arange(rows) % 97 == 0),
+            "s": pa.array([f"s{i % 13}" for i in range(rows)]),
+        }
+    )
+    for workers in (1, 4):
+        result = write_chunk(
+            kf.Store(f"file://{tmp_path}/w{cells}-{workers}"),
+            "u",
+            table,
+            partition_on=["p"],
+            index_columns=["x", "s"],
+            max_workers=workers,
+        )
+        assert len(result.partitions) == 30
+        for w in result.partitions:
+            p = int(w.label.split("/")[0].split("=")[1])
+            rows_of = table.filter(pa.compute.equal(table["p"], p))
+            for c in ("x", "s"):
+                want = index_value_pairs(c, rows_of[c], w.label)
+                got = w.index_pairs[c]
+                got = got if isinstance(got, pa.Table) else got.pairs()
+                assert _plain(got[c]) == _plain(want.sort_by(c)[c])  # values sorted
+                assert set(got["label"].to_pylist()) <= {w.label}
