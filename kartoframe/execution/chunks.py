@@ -194,7 +194,8 @@ def write_chunk(
 
     def _one(i: int) -> tuple[WrittenPartition, SliceStatistics | None]:
         # gather, encode and drop one file's rows: no reordered copy of the whole chunk
-        rows = plan.rows(i)
+        gathered = plan.gathered(i)
+        rows = plan.as_rows(gathered)
         key = naming.data_key(dataset_uuid, table_name, plan.labels[i])
         if isinstance(serializer, CsvSerializer):
             key = csv_key(key, serializer)
@@ -212,7 +213,7 @@ def write_chunk(
             )
         if rows.num_rows >= _RELEASE_ROWS:
             release_unused_memory()  # the writer's pages, before the statistics' hash tables
-        return _finish(i, rows, key, size)
+        return _finish(i, gathered, key, size)  # statistics need no order, nor decoding
 
     def _small(
         pool: ThreadPoolExecutor | None,

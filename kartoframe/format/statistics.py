@@ -208,7 +208,8 @@ def base_type(t: pa.DataType) -> pa.DataType:
 
 def widens_exactly(raw: pa.DataType, t: pa.DataType) -> bool:
     """Whether statistics of a ``raw`` column, cast to ``t``, equal those of the column
-    cast to ``t`` (integer and float widening, large to plain strings and binaries).
+    cast to ``t`` (integer and float widening, large to plain strings and binaries,
+    timestamps of one zone).
 
     Such columns are not cast: min, max, nulls and distinct values are computed on the
     stored type and only the results are cast (a 5M-row write casts 200 scalars per
@@ -217,6 +218,10 @@ def widens_exactly(raw: pa.DataType, t: pa.DataType) -> bool:
     if pa.types.is_integer(raw) and pa.types.is_integer(t):
         return True
     if pa.types.is_float32(raw) and pa.types.is_float64(t):
+        return True
+    if pa.types.is_timestamp(raw) and pa.types.is_timestamp(t) and raw.tz == t.tz:
+        # seconds and milliseconds widen; nanoseconds are written only when they are
+        # whole microseconds (storage_table refuses others), and truncating is monotonic
         return True
     return bool(
         (pa.types.is_large_string(raw) and pa.types.is_string(t))

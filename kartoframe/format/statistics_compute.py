@@ -148,8 +148,13 @@ class _ColumnAccumulator:
         self.hashes: list[np.ndarray] | None = [] if integer_bloom else None
 
     def add(self, col: pa.ChunkedArray) -> None:
-        """Take in more rows of the column (with its statistics type)."""
+        """Take in more rows of the column (with its statistics type, or dictionary-encoded
+        strings or binaries: see :func:`_accumulated`).
+        """
         nulls = col.null_count
+        if pa.types.is_dictionary(col.type):
+            # the dictionary entries the rows use: the same bounds and distinct values
+            col = _used_entries(col, self.t)
         if pa.types.is_floating(self.t):
             nulls += int(pc.sum(pc.is_nan(col)).as_py() or 0)
         self.nulls += nulls
@@ -295,6 +300,40 @@ def _as_stat_type(col: pa.ChunkedArray, raw_type: pa.DataType, t: pa.DataType) -
     if raw_type != t and not widens_exactly(raw_type, t):
         return col.cast(t)
     return col
+
+
+def _accumulated(col: pa.ChunkedArray, raw_type: pa.DataType, t: pa.DataType) -> pa.ChunkedArray:
+    """What a :class:`_ColumnAccumulator` takes in of ``col``: :func:`_as_stat_type`, but
+    strings or binaries dictionary-encoded without null entries (the write kernel
+    gathers low-cardinality strings so) stay encoded: the accumulator reads the entries
+    their rows use (:func:`_used_entries`) instead of every row decoded.
+    """
+    if (
+        pa.types.is_dictionary(raw_type)
+        and (pa.types.is_string(t) or pa.types.is_binary(t))
+        and all(ch.dictionary.null_count == 0 for ch in col.chunks)
+    ):
+        return col
+    return _as_stat_type(col, raw_type, t)
+
+
+def _used_entries(col: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
+    """The dictionary entries a dictionary-encoded column's rows use, with type ``t``.
+
+    A 25,000-row file of 4 distinct strings: counting its codes takes about 20 µs,
+    hashing its strings about 200 µs.
+    """
+    parts = []
+    for chunk in col.chunks:
+        codes = chunk.indices.drop_null() if chunk.indices.null_count else chunk.indices
+        n = len(chunk.dictionary)
+        if n <= 4 * len(codes):
+            used = pa.array(np.flatnonzero(np.bincount(codes.to_numpy(), minlength=n)))
+        else:  # a large dictionary (a categorical's), few rows
+            used = pc.unique(codes)
+        entries = chunk.dictionary.take(used)
+        parts.append(entries.cast(t) if entries.type != t else entries)
+    return pa.chunked_array(parts, type=t)
 
 
 def value_list_candidates(table: pa.Table) -> frozenset[str]:
@@ -471,7 +510,7 @@ class SliceAccumulator:
         """Take in the next rows of the file."""
         self._rows += table.num_rows
         for name, (raw_type, acc) in self._columns.items():
-            acc.add(_as_stat_type(table.column(name), raw_type, acc.t))
+            acc.add(_accumulated(table.column(name), raw_type, acc.t))
 
     def finish(self) -> SliceStatistics:
         """The file's statistics over every row added."""
