@@ -472,7 +472,7 @@ def _keys_safe(keys: pa.Array, n: int, dataset_uuid: str, fmt: str) -> bool:
         return False
     if np.count_nonzero(data == ord("\\")):
         return False
-    text = memoryview(data)
+    text = memoryview(data.data)
     return not (_ROUGH_SUSPECT.search(text) and _SUSPECT_KEY.search(text))
 
 
