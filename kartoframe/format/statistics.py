@@ -207,24 +207,19 @@ def base_type(t: pa.DataType) -> pa.DataType:
 
 
 def widens_exactly(raw: pa.DataType, t: pa.DataType) -> bool:
-    """Whether statistics of a ``raw`` column, cast to ``t``, equal those of the column
-    cast to ``t`` (integer and float widening, large to plain strings and binaries,
-    timestamps of one zone).
+    """Whether statistics of a ``raw`` column, cast to ``t``, equal those of the column cast
+    to ``t`` (integer, float and timestamp widening; large to plain strings and binaries).
 
     Such columns are not cast: min, max, nulls and distinct values are computed on the
     stored type and only the results are cast (a 5M-row write casts 200 scalars per
     column instead of every value).
     """
-    if pa.types.is_integer(raw) and pa.types.is_integer(t):
-        return True
-    if pa.types.is_float32(raw) and pa.types.is_float64(t):
-        return True
-    if pa.types.is_timestamp(raw) and pa.types.is_timestamp(t) and raw.tz == t.tz:
-        # seconds and milliseconds widen; nanoseconds are written only when they are
-        # whole microseconds (storage_table refuses others), and truncating is monotonic
-        return True
     return bool(
-        (pa.types.is_large_string(raw) and pa.types.is_string(t))
+        (pa.types.is_integer(raw) and pa.types.is_integer(t))
+        or (pa.types.is_float32(raw) and pa.types.is_float64(t))
+        # ns are written only as whole µs (storage_table); truncating is monotonic
+        or (pa.types.is_timestamp(raw) and pa.types.is_timestamp(t) and raw.tz == t.tz)
+        or (pa.types.is_large_string(raw) and pa.types.is_string(t))
         or (pa.types.is_large_binary(raw) and pa.types.is_binary(t))
     )
 
