@@ -18,6 +18,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from kartoframe.format.column_kernels import (
+    distinct_hashes,
+    distinct_values,
+    float_bounds,
+    nan_count,
+    sorted_unique,
+    used_entries,
+)
 from kartoframe.format.statistics import (
     GROUPS,
     STRING_STATS_MAX_BYTES,
@@ -154,14 +162,14 @@ class _ColumnAccumulator:
         nulls = col.null_count
         if pa.types.is_dictionary(col.type):
             # the dictionary entries the rows use: the same bounds and distinct values
-            col = _used_entries(col, self.t)
+            col = used_entries(col, self.t)
         if pa.types.is_floating(self.t):
-            nulls += int(pc.sum(pc.is_nan(col)).as_py() or 0)
+            nulls += nan_count(col)
         self.nulls += nulls
         if self.hashes is not None:
-            self.hashes.append(_distinct_hashes(col))
+            self.hashes.append(distinct_hashes(col))
         if self.uniques is not None:
-            self.uniques.append(_distinct(col, self.t))
+            self.uniques.append(distinct_values(col, self.t))
             if not self.want_bloom and sum(len(u) for u in self.uniques) > VALUE_LIST_MAX:
                 union = self._union()  # no value list will come of it: keep its bounds
                 if len(union) > VALUE_LIST_MAX:
@@ -182,7 +190,7 @@ class _ColumnAccumulator:
         """Widen the running bounds by ``values`` (NaN only where nothing else is)."""
         if not minmax_type(self.t) or len(values) == values.null_count:
             return
-        bounds = _float_bounds(values)
+        bounds = float_bounds(values)
         if bounds is not None:
             lo, hi = bounds
         else:
@@ -204,7 +212,7 @@ class _ColumnAccumulator:
         bloom: bytes | None = None
         if self.hashes is not None:
             hashes = np.concatenate(self.hashes) if self.hashes else np.empty(0, np.uint64)
-            bloom = build_bloom(_sorted_unique(hashes) if len(self.hashes) > 1 else hashes)
+            bloom = build_bloom(sorted_unique(hashes) if len(self.hashes) > 1 else hashes)
         elif self.uniques is not None:
             uniq = self._union() if self.uniques else pa.array([], type=t)
             if self.want_bloom:
@@ -231,57 +239,6 @@ class _ColumnAccumulator:
         return ColumnStatistics(t, lo, hi, self.nulls, self.candidate, distinct, values, bloom)
 
 
-def _float_bounds(values: pa.Array | pa.ChunkedArray) -> tuple[float, float] | None:
-    """The smallest and largest non-NaN, non-null value of a float32 or float64 column, by
-    numpy's ``fmin``/``fmax`` (NaN if there is none); None for any other type.
-
-    Arrow's ``min_max`` takes about 100 µs for 25,000 doubles (the integers' kernel: 8 µs);
-    the two reductions over the buffer take 7 µs, with the same values (NaN skipped). A
-    zero bound may differ in sign: each picks whichever zero its reduction order meets,
-    and -0.0 == 0.0 in every comparison that skips files.
-    """
-    if not (pa.types.is_float32(values.type) or pa.types.is_float64(values.type)):
-        return None
-    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
-    lo = hi = math.nan
-    for chunk in chunks:
-        if len(chunk) == chunk.null_count:
-            continue
-        data = chunk.to_numpy(zero_copy_only=False)  # nulls become NaN, which is skipped
-        lo = float(np.fmin(lo, np.fmin.reduce(data)))
-        hi = float(np.fmax(hi, np.fmax.reduce(data)))
-    return lo, hi
-
-
-def _sorted_unique(hashes: np.ndarray) -> np.ndarray:
-    """``hashes`` sorted in place, repeats dropped."""
-    hashes.sort()
-    if len(hashes) < 2:
-        return hashes
-    first = np.empty(len(hashes), dtype=bool)
-    first[0] = True
-    np.not_equal(hashes[1:], hashes[:-1], out=first[1:])
-    return hashes[first]
-
-
-def _distinct_hashes(col: pa.ChunkedArray) -> np.ndarray:
-    """The bloom hashes of the distinct values of an integer column (nulls left out).
-
-    A bloom column that is no value-list candidate has many distinct values (ids): a
-    hash table of them (``pc.unique``) takes about 160 bytes per value, and was the
-    largest allocation of a write. splitmix64 is a bijection of 64-bit integers, so the
-    distinct hashes of all rows are the hashes of the distinct values: the rows' hashes
-    (8 bytes a row) sorted in place, and their repeats dropped. Same
-    filter, a fraction of the memory, and faster on many distinct values.
-    """
-    return _sorted_unique(bloom_hashes(col.drop_null().combine_chunks() if col.null_count else col))
-
-
-def _distinct(col: pa.ChunkedArray | pa.Array, t: pa.DataType) -> pa.Array:
-    uniq = pc.unique(col).drop_null()
-    return uniq.cast(t) if uniq.type != t else uniq
-
-
 def _stat_columns(schema: pa.Schema) -> list[tuple[str, pa.DataType, pa.DataType]]:
     """(name, stored type, statistics type) of the columns that get statistics."""
     out = []
@@ -306,7 +263,8 @@ def _accumulated(col: pa.ChunkedArray, raw_type: pa.DataType, t: pa.DataType) ->
     """What a :class:`_ColumnAccumulator` takes in of ``col``: :func:`_as_stat_type`, but
     strings or binaries dictionary-encoded without null entries (the write kernel
     gathers low-cardinality strings so) stay encoded: the accumulator reads the entries
-    their rows use (:func:`_used_entries`) instead of every row decoded.
+    their rows use (:func:`~kartoframe.format.column_kernels.used_entries`) instead of
+    every row decoded.
     """
     if (
         pa.types.is_dictionary(raw_type)
@@ -315,25 +273,6 @@ def _accumulated(col: pa.ChunkedArray, raw_type: pa.DataType, t: pa.DataType) ->
     ):
         return col
     return _as_stat_type(col, raw_type, t)
-
-
-def _used_entries(col: pa.ChunkedArray, t: pa.DataType) -> pa.ChunkedArray:
-    """The dictionary entries a dictionary-encoded column's rows use, with type ``t``.
-
-    A 25,000-row file of 4 distinct strings: counting its codes takes about 20 µs,
-    hashing its strings about 200 µs.
-    """
-    parts = []
-    for chunk in col.chunks:
-        codes = chunk.indices.drop_null() if chunk.indices.null_count else chunk.indices
-        n = len(chunk.dictionary)
-        if n <= 4 * len(codes):
-            used = pa.array(np.flatnonzero(np.bincount(codes.to_numpy(), minlength=n)))
-        else:  # a large dictionary (a categorical's), few rows
-            used = pc.unique(codes)
-        entries = chunk.dictionary.take(used)
-        parts.append(entries.cast(t) if entries.type != t else entries)
-    return pa.chunked_array(parts, type=t)
 
 
 def value_list_candidates(table: pa.Table) -> frozenset[str]:

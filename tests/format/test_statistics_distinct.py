@@ -8,8 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from kartoframe.format.column_kernels import distinct_hashes, distinct_values
 from kartoframe.format.statistics import bloom_hashes, build_bloom
-from kartoframe.format.statistics_compute import _distinct, _distinct_hashes, slice_statistics
+from kartoframe.format.statistics_compute import slice_statistics
 
 
 @pytest.mark.parametrize(
@@ -31,10 +32,10 @@ def test_the_filter_equals_the_one_of_the_distinct_values(t: pa.DataType, n: int
         ],
         type=t,
     )
-    want = build_bloom(bloom_hashes(_distinct(col, t)))
-    assert build_bloom(_distinct_hashes(col)) == want
-    hashes = _distinct_hashes(col)
-    assert len(hashes) == len(_distinct(col, t))
+    want = build_bloom(bloom_hashes(distinct_values(col, t)))
+    assert build_bloom(distinct_hashes(col)) == want
+    hashes = distinct_hashes(col)
+    assert len(hashes) == len(distinct_values(col, t))
     assert (np.diff(hashes.astype(np.float64)) > 0).all() if len(hashes) > 1 else True
 
 

@@ -307,13 +307,13 @@ def test_large_chunks_with_categorical_columns_get_statistics() -> None:
 @pytest.mark.parametrize("seed", range(40))
 def test_float_bounds_are_arrows_min_max(arrow_type: pa.DataType, seed: int) -> None:
     """The float bounds (numpy's fmin/fmax over the buffers) are Arrow's ``min_max`` of the
-    same column: NaN, nulls, infinities, signed zeros, empty and all-null chunks, several
-    chunks. A zero bound's sign is not kept: both pick whichever zero their reduction
-    order meets (Arrow keeps the first), and -0.0 == 0.0 in every comparison that skips
-    files."""
+    same column, and the NaN count Arrow's ``is_nan`` count: NaN, nulls, infinities,
+    signed zeros, empty and all-null chunks, several chunks. A zero bound's sign is not
+    kept: both pick whichever zero their reduction order meets (Arrow keeps the first),
+    and -0.0 == 0.0 in every comparison that skips files."""
     import math
 
-    from kartoframe.format.statistics_compute import _float_bounds
+    from kartoframe.format.column_kernels import float_bounds, nan_count
 
     rng = np.random.default_rng(seed)
     pool = [0.0, -0.0, 1.5, -2.5, np.nan, np.inf, -np.inf, None, 1e-300, -1e308]
@@ -321,11 +321,16 @@ def test_float_bounds_are_arrows_min_max(arrow_type: pa.DataType, seed: int) -> 
     for _ in range(int(rng.integers(1, 4))):
         n = int(rng.integers(0, 12))
         picked = [pool[i] for i in rng.integers(0, len(pool), n)]
-        chunks.append(pa.array(picked, type=arrow_type, from_pandas=False))
+        values = np.array([np.nan if v is None else v for v in picked], dtype=np.float64)
+        # a null slot holds NaN or a number underneath: neither counts as a NaN
+        nulls = np.array([v is None for v in picked], dtype=bool)
+        values[nulls & (rng.random(n) < 0.5)] = 7.0
+        chunks.append(pa.array(values, type=arrow_type, mask=nulls, from_pandas=False))
     column = pa.chunked_array(chunks, type=arrow_type)
+    assert nan_count(column) == (pc.sum(pc.is_nan(column)).as_py() or 0)
     if len(column) == column.null_count:
         return  # the accumulator asks for no bounds then
-    got = _float_bounds(column)
+    got = float_bounds(column)
     assert got is not None
     mm = pc.min_max(column)
     want = (mm["min"].as_py(), mm["max"].as_py())
