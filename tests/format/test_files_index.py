@@ -61,9 +61,8 @@ VALUES = {
 }
 
 
-@pytest.mark.parametrize("kind", sorted(VALUES))
-@settings(max_examples=40, deadline=None)
-@given(data=st.data())
+@settings(max_examples=250, deadline=None)
+@given(kind=st.sampled_from(sorted(VALUES)), data=st.data())
 def test_files_index_is_the_grouped_pairs(kind: str, data: st.DataObject) -> None:
     t, strategy = VALUES[kind]
     n_files = data.draw(st.integers(1, 7))
