@@ -300,19 +300,14 @@ def _index_entries(plan: PartitionPlan, index_columns: Sequence[str]) -> dict[st
             out[c] = [FilePairs(index, i) for i in range(len(plan))]
             continue
         column = plan.body[c]
+        if plan.order is not None:  # one gather of the column, grouped by file
+            column = column.take(pa.array(plan.order))
         files = [
-            (label, index_value_pairs(c, _group_values(plan, column, i), label))
-            for i, label in enumerate(plan.labels)
+            (label, index_value_pairs(c, column.slice(a, b - a), label))
+            for label, a, b in zip(plan.labels, plan.starts, plan.ends, strict=True)
         ]
         out[c] = chunk_pairs(c, files)
     return out
-
-
-def _group_values(plan: PartitionPlan, column: pa.ChunkedArray, i: int) -> pa.ChunkedArray:
-    """The values of ``column`` (of the plan's body) in file ``i``, in any order."""
-    if plan.order is None:
-        return column
-    return column.take(pa.array(plan.order[plan.starts[i] : plan.ends[i]]))
 
 
 def _value_list_candidates(body: pa.Table) -> frozenset[str] | None:

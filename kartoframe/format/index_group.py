@@ -92,8 +92,9 @@ def files_index(
     table per file: the values are coded once, and each (value, file) cell that occurs
     is marked in a value-major grid, so reading the grid's marks in order gives each
     value's files in file order. A 5M-row, 200-file chunk: 86 ms, against 172 ms file
-    by file. Returns None when the grid would exceed :data:`MAX_INDEX_CELLS` or the
-    type has no hash kernel (group the files' pairs instead).
+    by file. Returns None when the grid would exceed :data:`MAX_INDEX_CELLS` or 8 bytes
+    a row (of at least 1 MiB), or the type has no hash kernel (group the files' pairs
+    instead).
     """
     n_files = len(labels)
     if len(values) == 0:
@@ -105,8 +106,8 @@ def files_index(
     except pa.ArrowNotImplementedError:
         return None
     distinct = enc.dictionary
-    if len(distinct) * n_files > MAX_INDEX_CELLS:
-        return None
+    if len(distinct) * n_files > min(MAX_INDEX_CELLS, max(8 * len(values), 1 << 20)):
+        return None  # the grid would outweigh the column
     by_value = pc.sort_indices(distinct).to_numpy()
     rank = np.empty(len(distinct), dtype=np.int32)
     rank[by_value] = np.arange(len(distinct), dtype=np.int32)

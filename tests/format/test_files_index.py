@@ -103,6 +103,14 @@ def test_too_many_cells_or_no_hash_kernel_give_none(monkeypatch: pytest.MonkeyPa
     assert files_index("c", arr, groups, labels) is None
     monkeypatch.setattr(index_group, "MAX_INDEX_CELLS", 1000)
     assert files_index("c", arr, groups, labels) is not None
+    # the grid is held to 8 bytes a row (at least 1 MiB): 1,000 files of 2 rows each
+    monkeypatch.setattr(index_group, "MAX_INDEX_CELLS", 1 << 26)
+    files = np.arange(2_000, dtype=np.int32) // 2
+    names = [f"p={g}/f" for g in range(1_000)]
+    spread = pa.chunked_array([pa.array(np.arange(2_000))])  # 2M cells
+    assert files_index("c", spread, files, names) is None
+    paired = pa.chunked_array([pa.array(np.arange(2_000) // 2)])  # 1M cells
+    assert files_index("c", paired, files, names) is not None
     nested = pa.chunked_array([pa.array([{"a": 1}] * 4)])
     assert files_index("c", nested, np.zeros(4, np.int32), ["p=0/f"]) is None
 
