@@ -257,13 +257,13 @@ def write_chunk(
         return out
 
     results: list[tuple[WrittenPartition, SliceStatistics | None]] = []
+    entries: dict[str, list[FilePairs]] | None = None
     try:
         small = parquet is not None and plan.body.nbytes <= SMALL_FILE_BYTES * len(plan)
         if len(plan) > 1 and max_workers > 1:
             with ThreadPoolExecutor(max_workers=min(max_workers, len(plan))) as pool:
                 if small:
                     results = _small(pool)
-                    entries = _index_entries(plan, index_columns)
                 else:
                     files = pool.map(_one, range(len(plan)))  # every file submitted
                     entries = _index_entries(plan, index_columns)  # while they are written
@@ -271,6 +271,7 @@ def write_chunk(
         else:
             # a dask task's chunk of small files: one thread, many files
             results = _small(None) if len(plan) > 1 and small else list(map(_one, range(len(plan))))
+        if entries is None:
             entries = _index_entries(plan, index_columns)
     except BaseException:
         delete_files(store, keys)
@@ -295,11 +296,11 @@ def _index_entries(plan: PartitionPlan, index_columns: Sequence[str]) -> dict[st
     groups = plan.group_ids()
     out = {}
     for c in index_columns:
-        index = files_index(c, plan.body[c], groups, plan.labels)
+        column = plan.body[c]
+        index = files_index(c, column, groups, plan.labels)
         if index is not None:
             out[c] = [FilePairs(index, i) for i in range(len(plan))]
             continue
-        column = plan.body[c]
         if plan.order is not None:  # one gather of the column, grouped by file
             column = column.take(pa.array(plan.order))
         files = [

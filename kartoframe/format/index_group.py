@@ -98,9 +98,7 @@ def files_index(
     """
     n_files = len(labels)
     if len(values) == 0:
-        empty = empty_index(column, values.type)[column].combine_chunks()
-        names = pa.array(labels, pa.string())
-        return _grouped(column, empty, np.zeros(0, np.int64), np.zeros(0, np.int32), names)
+        return _no_values(column, values.type, pa.array(labels, pa.string()))
     try:
         enc = pc.dictionary_encode(canonical_values(values)).combine_chunks()
     except pa.ArrowNotImplementedError:
@@ -250,6 +248,12 @@ def index_slice(
         items = labels.take(pa.array(codes))
     partition = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), items)
     return pa.table({column: values, PARTITION_COLUMN: partition})
+
+
+def _no_values(column: str, arrow_type: pa.DataType, labels: pa.Array) -> GroupedIndex:
+    """An index of no values whose labels keep their codes (files holding only nulls)."""
+    empty = empty_index(column, arrow_type)[column].combine_chunks()
+    return _grouped(column, empty, np.zeros(0, np.int64), np.zeros(0, np.int32), labels)
 
 
 def _grouped(
@@ -406,9 +410,7 @@ def _group(column: str, t: pa.DataType, pairs: Sequence[pa.Table]) -> GroupedInd
     """
     values = pa.chunked_array([ch for p in pairs for ch in p[column].cast(t).chunks], type=t)
     if len(values) == 0:  # no values, but the labels keep their codes (a chunk's files)
-        empty = empty_index(column, t)[column].combine_chunks()
-        _, labels = _label_codes(p["label"] for p in pairs)
-        return _grouped(column, empty, np.zeros(0, np.int64), np.zeros(0, np.int32), labels)
+        return _no_values(column, t, _label_codes(p["label"] for p in pairs)[1])
     try:
         enc = pc.dictionary_encode(values)
     except pa.ArrowNotImplementedError:

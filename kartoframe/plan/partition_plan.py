@@ -156,8 +156,12 @@ def value_codes(table: pa.Table, columns: Sequence[str]) -> tuple[np.ndarray, in
     partition keys: no 8-byte copy of every row), ``int64`` otherwise. Codes of several
     high-cardinality columns are renumbered before their product could overflow.
     """
-    jobs = [functools.partial(_codes, table[c]) for c in columns]
-    return _combined(_all(jobs, len(table)), len(table))
+    return _combined(_all(_code_jobs(table, columns), len(table)), len(table))
+
+
+def _code_jobs(table: pa.Table, columns: Sequence[str]) -> list[Callable[[], Any]]:
+    """:func:`_codes` of each of ``columns``, to run."""
+    return [functools.partial(_codes, table[c]) for c in columns]
 
 
 def _combined(parts: Sequence[tuple[np.ndarray, pa.Array]], rows: int) -> tuple[np.ndarray, int]:
@@ -214,17 +218,15 @@ def plan_partitions(
     if table.num_rows == 0:
         none = np.zeros(0, np.int64)
         return PartitionPlan(body, (), (), none, none, none, sort_by, body)
-    keys = [functools.partial(_codes, table[c]) for c in partition_on]
     source: pa.Table | None = None
     rows = table.num_rows
     if rows >= max(PARALLEL_PLAN_ROWS, 8 * _SAMPLE) and _several_values(table, partition_on):
         # the keys' codes and the gather source, column by column, on the same threads
-        jobs: list[Callable[[], Any]] = [*keys, *_source_jobs(body)]
-        columns = _all(jobs, rows)
-        codes, n_codes = _combined(columns[: len(keys)], rows)
-        source = _source_table(body, columns[len(keys) :])
+        columns = _all([*_code_jobs(table, partition_on), *_source_jobs(body)], rows)
+        codes, n_codes = _combined(columns[: len(partition_on)], rows)
+        source = _source_table(body, columns[len(partition_on) :])
     else:
-        codes, n_codes = _combined(_all(keys, rows), rows)
+        codes, n_codes = value_codes(table, partition_on)
     if source is None and (codes == codes[0]).all():  # one partition value (a dask task's)
         vals = tuple(table[c][0].as_py() for c in partition_on)
         return plan_one_partition(body, partition_on, vals, file_uuid=file_uuid, sort_by=sort_by)
