@@ -115,6 +115,54 @@ def test_too_many_cells_or_no_hash_kernel_give_none(monkeypatch: pytest.MonkeyPa
     assert files_index("c", nested, np.zeros(4, np.int32), ["p=0/f"]) is None
 
 
+@pytest.mark.parametrize(
+    ("t", "low"),
+    [
+        (pa.int64(), -(2**63)),  # the differences from the minimum near int64's ends
+        (pa.int64(), 2**63 - 300),
+        (pa.uint64(), 2**64 - 300),
+        (pa.int8(), -128),
+        (pa.uint32(), 2**32 - 300),
+        (pa.dictionary(pa.int16(), pa.int16()), -150),  # a categorical of integers
+    ],
+    ids=["int64-min", "int64-max", "uint64-max", "int8", "uint32", "dictionary"],
+)
+def test_integers_of_a_narrow_range_are_coded_by_their_offset(t: pa.DataType, low: int) -> None:
+    rng = np.random.default_rng(7)
+    n, n_files = 2_000, 13
+    offsets = rng.integers(0, 256, n)
+    values: list[int | None] = [low + int(o) for o in offsets]
+    values[5] = values[17] = None  # nulls are not indexed
+    plain = pa.array(values, type=t.value_type if pa.types.is_dictionary(t) else t)
+    arr = plain.dictionary_encode().cast(t) if pa.types.is_dictionary(t) else plain
+    groups = rng.integers(0, n_files, n).astype(np.int32)
+    labels = [f"p={g}/f" for g in range(n_files)]
+    chunked = pa.chunked_array([arr[:700], arr[700:]], arr.type)
+    direct = index_group._integer_files_index(
+        "c", chunked, groups, pa.array(labels), index_group.MAX_INDEX_CELLS
+    )
+    assert direct is not None  # the range path was taken
+    expected = _by_files("c", plain, groups, labels)
+    _same(direct, expected)
+    _same(files_index("c", chunked, groups, labels), expected)
+
+
+def test_integers_of_a_wide_range_are_hashed() -> None:
+    values = pa.array([0, 2**40, None, 2**40, -(2**50)], pa.int64())
+    groups = np.array([0, 1, 1, 0, 2], np.int32)
+    labels = ["p=0/f", "p=1/f", "p=2/f"]
+    chunked = pa.chunked_array([values])
+    cap = index_group.MAX_INDEX_CELLS
+    assert index_group._integer_files_index("c", chunked, groups, pa.array(labels), cap) is None
+    got = files_index("c", chunked, groups, labels)
+    assert got is not None  # the hashing path: three distinct values, nine cells
+    _same(got, _by_files("c", values, groups, labels))
+    nulls = pa.chunked_array([pa.array([None, None], pa.int64())])
+    assert index_group._integer_files_index("c", nulls, groups[:2], pa.array(labels), cap) is None
+    empty = files_index("c", nulls, groups[:2], labels)
+    assert empty is not None and empty.num_rows == 0
+
+
 @pytest.mark.parametrize("cells", [index_group.MAX_INDEX_CELLS, 1], ids=["grid", "per file"])
 @pytest.mark.parametrize("rows", [600, 200_000], ids=["small files", "large files"])
 def test_written_files_carry_the_same_entries(
