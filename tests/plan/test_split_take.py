@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 import numpy as np
@@ -150,3 +151,35 @@ def test_value_codes_number_equal_keys_equally(
             assert codes.dtype == np.uint16
     codes, count = partition_plan.value_codes(table, [])  # no key: one code for every row
     assert count == 1 and codes.tolist() == [0] * n and codes.dtype == np.uint16
+
+
+@pytest.mark.parametrize(
+    "keys",
+    [["a"], ["a", "b"], ["big"]],
+    ids=["one key", "two keys", "codes past 65,536"],
+)
+def test_group_ids_name_the_group_of_every_row(keys: list[str]) -> None:
+    """Each row's group from the kept key codes is the group whose rows hold it (the
+    plan's order inverted), for dense and for renumbered codes."""
+    rng = np.random.default_rng(11)
+    n = 5_000
+    table = pa.table(
+        {
+            "a": pa.array(rng.integers(0, 7, n)),
+            "b": pa.array([f"s{v}" for v in rng.integers(0, 5, n)]),
+            "big": pa.array(rng.integers(0, 70_000, n) * 1_000_003),
+            "x": pa.array(np.arange(n)),
+        }
+    )
+    plan = plan_partitions(table, keys, file_uuid="u")
+    assert plan.keys is not None
+    ids = plan.group_ids()
+    assert ids.dtype == np.int32
+    inverted = np.full(n, -1)
+    for g in range(len(plan)):
+        rows = plan.order[plan.starts[g] : plan.ends[g]]
+        inverted[rows] = g
+        assert np.array_equal(plan.rows(g)["x"].to_numpy(), np.sort(rows))
+    assert np.array_equal(ids, inverted)
+    # the same plan without the kept codes gives the same groups
+    assert np.array_equal(dataclasses.replace(plan, keys=None).group_ids(), ids)
