@@ -183,3 +183,36 @@ def test_group_ids_name_the_group_of_every_row(keys: list[str]) -> None:
     assert np.array_equal(ids, inverted)
     # the same plan without the kept codes gives the same groups
     assert np.array_equal(dataclasses.replace(plan, keys=None).group_ids(), ids)
+
+
+@pytest.mark.parametrize("threads", [False, True], ids=["serial", "threads"])
+def test_group_keys_are_the_values_of_their_first_rows(
+    threads: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key values of each group (read from the key columns' dictionaries) are those
+    of the group's rows, for every kind of partition column, in order of appearance."""
+    if threads:
+        monkeypatch.setattr(partition_plan, "PARALLEL_PLAN_ROWS", 1)
+    rng = np.random.default_rng(5)
+    n = 40_000
+    day = datetime.date(2024, 1, 1)
+    pick = rng.integers(0, 3, n)
+    columns = {
+        "i": pa.array(pick - 1, pa.int16()),
+        "s": pa.array(["x", "ß/ü", "a b"]).take(pa.array(pick)),
+        "cat": pa.array(["lo", "mid", "hi"]).take(pa.array(pick)).dictionary_encode(),
+        "d": pa.array([day + datetime.timedelta(days=int(v)) for v in pick], pa.date32()),
+        "ts": pa.array(pick * 3_600_000_000, pa.timestamp("us", tz="UTC")),
+        "b": pa.array(pick == 1),
+        "x": pa.array(np.arange(n)),
+    }
+    table = pa.table(columns)
+    for keys in (["i"], ["s", "cat"], ["d", "ts", "b"], ["cat", "i", "s", "d"]):
+        plan = plan_partitions(table.slice(7), keys, file_uuid="u")  # an offset slice
+        firsts = []
+        for g in range(len(plan)):
+            rows = plan.rows(g)["x"]  # the rows' positions in ``table``
+            for k, v in zip(keys, plan.values[g], strict=True):
+                assert table[k].take(rows).to_pylist() == [v] * len(rows), (keys, k)
+            firsts.append(int(rows[0].as_py()))
+        assert firsts == sorted(firsts)  # groups in order of first appearance
