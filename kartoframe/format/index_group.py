@@ -115,19 +115,9 @@ def files_index(
     by_value = pc.sort_indices(distinct).to_numpy()
     rank = np.empty(len(distinct), dtype=np.int32)
     rank[by_value] = np.arange(len(distinct), dtype=np.int32)
-    codes = enc.indices
-    if codes.null_count:  # null values are not indexed
-        keep = codes.is_valid()
-        codes, groups = codes.filter(keep), groups[keep.to_numpy(zero_copy_only=False)]
-    marked = _marked_cells(
-        rank[codes.to_numpy(zero_copy_only=False)], groups, len(distinct), n_files
-    )
-    value_of = marked // n_files
-    counts = np.bincount(value_of, minlength=len(distinct))  # every value occurs
-    offsets = np.zeros(len(distinct) + 1, dtype=np.int64)
-    np.cumsum(counts, out=offsets[1:])
-    file_codes = _compact_codes(marked - value_of * n_files, n_files)
-    sorted_values = distinct.take(pa.array(by_value))
+    codes, groups = _non_null(enc.indices, groups)
+    _, offsets, file_codes = _grid_index(rank[codes], groups, len(distinct), n_files)
+    sorted_values = distinct.take(pa.array(by_value))  # every distinct value occurs
     return GroupedIndex(column, sorted_values, offsets, file_codes, label_array)
 
 
@@ -149,27 +139,31 @@ def _integer_files_index(
         return None  # only nulls (the hashing path indexes none), or a wide range
     span = hi - lo + 1
     arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    if arr.null_count:  # null values are not indexed
-        keep = arr.is_valid()
-        arr, groups = arr.filter(keep), groups[keep.to_numpy(zero_copy_only=False)]
-    raw = arr.to_numpy(zero_copy_only=False)
+    raw, groups = _non_null(arr, groups)
     # every value lies in [lo, hi]: the difference is below ``span`` in either signedness
     codes = (raw - raw.dtype.type(lo)).astype(np.int32)
-    n_files = len(labels)
-    marked = _marked_cells(codes, groups, span, n_files)
-    value_of = marked // n_files
-    counts = np.bincount(value_of, minlength=span)
-    present = np.flatnonzero(counts)
-    offsets = np.zeros(len(present) + 1, dtype=np.int64)
-    np.cumsum(counts[present], out=offsets[1:])
-    file_codes = _compact_codes(marked - value_of * n_files, n_files)
+    present, offsets, file_codes = _grid_index(codes, groups, span, len(labels))
     sorted_values = pa.array(present.astype(raw.dtype) + raw.dtype.type(lo), type=t)
     return GroupedIndex(column, sorted_values, offsets, file_codes, labels)
 
 
-def _marked_cells(codes: np.ndarray, groups: np.ndarray, n_values: int, n_files: int) -> np.ndarray:
-    """The (value, file) cells that occur, as sorted cell numbers ``code * n_files + file``
-    (``codes`` int32 in ``[0, n_values)``, consumed; ``groups`` the file of each row).
+def _non_null(arr: pa.Array, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``arr`` as numpy and the file of each of its rows, null values left out (an index
+    holds none).
+    """
+    if arr.null_count:
+        keep = arr.is_valid()
+        arr, groups = arr.filter(keep), groups[keep.to_numpy(zero_copy_only=False)]
+    return arr.to_numpy(zero_copy_only=False), groups
+
+
+def _grid_index(
+    codes: np.ndarray, groups: np.ndarray, n_values: int, n_files: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The (value, file) cells that occur, marked in a value-major grid and read back in
+    order: the codes of the values that occur, each one's offsets into the file codes,
+    and the file codes (``codes`` int32 in ``[0, n_values)``, consumed; ``groups`` the
+    file of each row).
     """
     cells = codes
     cells *= n_files
@@ -177,7 +171,14 @@ def _marked_cells(codes: np.ndarray, groups: np.ndarray, n_values: int, n_files:
     grid = np.zeros(n_values * n_files, dtype=bool)
     grid[cells] = True
     del cells
-    return np.flatnonzero(grid)
+    marked = np.flatnonzero(grid)
+    del grid
+    value_of = marked // n_files
+    counts = np.bincount(value_of, minlength=n_values)
+    present = np.flatnonzero(counts)
+    offsets = np.zeros(len(present) + 1, dtype=np.int64)
+    np.cumsum(counts[present], out=offsets[1:])
+    return present, offsets, _compact_codes(marked - value_of * n_files, n_files)
 
 
 def _label_codes(labels: Iterable[pa.Array | pa.ChunkedArray]) -> tuple[np.ndarray, pa.Array]:

@@ -151,7 +151,7 @@ def _all(jobs: Sequence[Callable[[], R]], rows: int) -> list[R]:
     """
     if rows < PARALLEL_PLAN_ROWS or len(jobs) < 2:
         return [job() for job in jobs]
-    with ThreadPoolExecutor(max_workers=min(len(jobs), _PLAN_THREADS)) as pool:
+    with ThreadPoolExecutor(max_workers=_plan_workers(len(jobs))) as pool:
         return list(pool.map(lambda job: job(), jobs))
 
 
@@ -233,9 +233,9 @@ def plan_partitions(
             # as cores: the groups are formed while the last columns are still prepared
             key_jobs, source_jobs = _code_jobs(table, partition_on), _source_jobs(body)
             pool = ThreadPoolExecutor(max_workers=_plan_workers(len(key_jobs) + len(source_jobs)))
-            keys = [pool.submit(job) for job in key_jobs]
+            coding = [pool.submit(job) for job in key_jobs]
             prepared = [pool.submit(job) for job in source_jobs]
-            parts = [f.result() for f in keys]
+            parts = [f.result() for f in coding]
         else:
             parts = _all(_code_jobs(table, partition_on), rows)
         codes, n_codes = _combined(parts, rows)
