@@ -93,8 +93,8 @@ from kartoframe.dask import (
     update_dataset_from_delayed,
 )
 from kartoframe.errors import *  # noqa: F403  (every error class, as errors.__all__ lists them)
+from kartoframe.execution.huge_pages import disable_transparent_huge_pages
 from kartoframe.execution.write import ParquetSerializer
-from kartoframe.format.arrow_memory import disable_transparent_huge_pages
 from kartoframe.format.cube import Cube
 from kartoframe.plan.conditions import C, Condition, Conjunction
 from kartoframe.storage.csv_files import CsvSerializer

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kartoframe.errors import InvalidTypeError
+from kartoframe.execution.huge_pages import huge_pages_off
 from kartoframe.execution.optimize import run_optimize
 from kartoframe.format.cube import Cube
 from kartoframe.front.args import StoreInput, ensure_store
@@ -24,6 +25,7 @@ from kartoframe.storage.cube_members import load_cube_datasets
 __all__ = ["OptimizeResult", "optimize_cube", "optimize_dataset"]
 
 
+@huge_pages_off()
 @fill
 def optimize_dataset(
     dataset_uuid: str | None = None,
@@ -60,6 +62,13 @@ def optimize_dataset(
     Concurrency: the commit conflicts only with a concurrent commit that removed or
     replaced one of the files it read; appends running at the same time (also into
     the same partitions) land, and the optimize commits on top of them.
+
+    Memory: a partition's files stream through a row group at a time (sorted ones
+    through runs spilled to the local disk). While the call runs, the process's new
+    memory comes in 4 KiB pages, not transparent huge pages (Linux; the flag is restored
+    afterwards; ``KARTOFRAME_KEEP_HUGE_PAGES=1`` leaves it alone): with them, RSS grew by
+    2.1-2.2x the largest partition on the benchmark, without them 1.4-1.5x, in the same
+    time.
 
     $params_dataset
     target_file_size
@@ -143,6 +152,7 @@ def optimize_arguments(options: Mapping[str, Any], *, delayed: bool = False) -> 
     return {**defaults, **options}
 
 
+@huge_pages_off()
 def optimize_cube(
     cube: Cube,
     store: StoreInput,

@@ -34,6 +34,7 @@ from kartoframe.execution.external_sort import (
     spill_sorted_runs,
     spilled_with_distinct,
 )
+from kartoframe.execution.huge_pages import huge_pages_off
 from kartoframe.execution.kernel import read_file_parts
 from kartoframe.execution.read_plan import plan_loaded_read
 from kartoframe.execution.write import already_recorded, commit_write, only_removed_files
@@ -203,6 +204,7 @@ def _sorted_externally(
     return spill_sorted_runs(source, opts.sort_by, opts.sort_method, spill, distinct=distinct)
 
 
+@huge_pages_off()
 def rewrite_unit(
     store: Store, plan: OptimizePlan, unit: RewriteUnit, *, file_prefix: str = ""
 ) -> ChunkResult:
@@ -215,7 +217,8 @@ def rewrite_unit(
     files at a time are read and written out row group by row group. With it, a few
     files at a time are sorted into runs spilled to the local disk, then merged into the
     new files (:data:`SORT_RUN_BYTES`); a z-order of a unit of at most
-    :data:`ZORDER_IN_MEMORY_BYTES` is sorted in memory.
+    :data:`ZORDER_IN_MEMORY_BYTES` is sorted in memory. The process's new memory comes in
+    small pages meanwhile (:func:`~kartoframe.execution.huge_pages.huge_pages_off`).
     """
     opts = plan.options
     origin = f"optimize of {unit.partition or 'the dataset'}"

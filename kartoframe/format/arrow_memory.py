@@ -13,22 +13,15 @@ that reads and then exits exit cleanly.
 
 from __future__ import annotations
 
-import ctypes
-import sys
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 __all__ = [
     "arrow_owned",
-    "disable_transparent_huge_pages",
     "read_parquet_bytes",
     "reader",
     "release_unused_memory",
 ]
-
-#: ``prctl`` option of Linux (``<linux/prctl.h>``): no transparent huge pages for the process
-_PR_SET_THP_DISABLE = 41
 
 
 def arrow_owned(data: bytes | bytearray | memoryview) -> pa.Buffer:
@@ -65,35 +58,3 @@ def release_unused_memory() -> None:
     by what stays alive, and the process grows by them beside the next step's data.
     """
     pa.default_memory_pool().release_unused()
-
-
-def disable_transparent_huge_pages() -> bool:
-    """Stop the kernel from giving this process transparent huge pages (Linux).
-
-    pyarrow's default allocator (mimalloc 3, with pyarrow 26) advises its memory for
-    transparent huge pages. Where the kernel compacts memory to find them (THP ``defrag``
-    set to ``madvise`` or ``always``, fragmented memory: busy virtual machines), the first
-    touch of new memory stalls, and each 2 MiB page counts whole in the process's RSS. On
-    the benchmark machine a fresh process's first read of 10M rows took 2.3-4.0 s instead
-    of 1.3 s, and an ``optimize`` grew RSS by 1.9-2.05x its largest partition instead of
-    1.4-1.75x (``docs/benchmarks.md``). Setting ``MIMALLOC_ALLOW_THP=0`` does the same for
-    mimalloc, but only before pyarrow is imported; this works at any time.
-
-    The call sets the process's ``PR_SET_THP_DISABLE`` flag: it holds for the memory the
-    process touches from then on, for every library in it, and for the processes it
-    starts. kartoframe never calls it on its own: call it at the start of a job or in a
-    dask worker's setup.
-
-    Returns
-    -------
-    bool
-        True if the flag is set; False where it cannot be (not Linux, or the kernel
-        refused).
-    """
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(_PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0)
-    except (OSError, AttributeError):
-        return False
