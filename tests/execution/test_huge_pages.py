@@ -91,7 +91,7 @@ print(json.dumps({"before": before, "done": done, "after": after, "seen": seen,
     assert out["before"] == "1"  # importing kartoframe does not touch the flag
     assert out["done"] is True
     assert out["after"] == "0"
-    assert out["huge"] == 0  # 64 MiB written after the call: no new huge page
+    assert out["huge"] <= 0  # 64 MiB written after the call: no new huge page
     assert out["seen"] == ["0", "0"]
     assert out["end"] == "0"  # an optimize does not clear what the user set
 
@@ -149,7 +149,7 @@ print(json.dumps({"before": before, "both": both, "huge": huge, "one_left": one_
     )
     assert out["before"] == "1"
     assert out["both"] == "0"
-    assert out["huge"] == 0  # 64 MiB written inside the scopes: no huge page
+    assert out["huge"] <= 0  # 64 MiB written inside the scopes: no new huge page
     assert out["one_left"] == "0"  # the second thread's scope is still open
     assert out["end"] == "1"
 
