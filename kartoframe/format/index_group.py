@@ -98,15 +98,16 @@ def files_index(
     or the type has no hash kernel (group the files' pairs instead).
     """
     n_files = len(labels)
-    if len(values) == 0:
-        return _no_values(column, values.type, pa.array(labels, pa.string()))
-    cap = min(MAX_INDEX_CELLS, max(8 * len(values), 1 << 20))
     label_array = pa.array(labels, pa.string())
-    direct = _integer_files_index(column, values, groups, label_array, cap)
-    if direct is not None:
-        return direct
-    try:
-        enc = pc.dictionary_encode(canonical_values(values)).combine_chunks()
+    if len(values) == 0:
+        return _no_values(column, values.type, label_array)
+    cap = min(MAX_INDEX_CELLS, max(8 * len(values), 1 << 20))
+    try:  # a type without a cast or hash kernel: None
+        canonical = canonical_values(values)
+        direct = _integer_files_index(column, canonical, groups, label_array, cap)
+        if direct is not None:
+            return direct
+        enc = pc.dictionary_encode(canonical).combine_chunks()
     except pa.ArrowNotImplementedError:
         return None
     distinct = enc.dictionary
@@ -132,7 +133,7 @@ def _integer_files_index(
     t = normalize_type(values.type)
     if not pa.types.is_integer(t):
         return None
-    values = canonical_values(values)
+    values = canonical_values(values)  # a no-op for :func:`files_index`'s canonical values
     bounds = pc.min_max(values)
     lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
     if lo is None or (hi - lo + 1) * len(labels) > cap:
