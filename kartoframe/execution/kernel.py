@@ -50,6 +50,7 @@ def read_task_table(
         columns=cols,
         filter=plan.filter_for(task),
         filter_columns=plan.filter_columns(task),
+        covering=plan.covering_for(task),
         use_threads=use_threads,
     )
 

@@ -19,6 +19,7 @@ Null semantics (documented in ``docs/predicates.md``):
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -28,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kartoframe.errors import ColumnNotFoundError, InvalidPredicateError
+from kartoframe.format.value_ranges import ValueRange
 from kartoframe.format.values import is_null_value, normalize_literal
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
     "bind",
     "can_match_null",
     "conjunction_expression",
+    "covering_ranges",
+    "literal_range",
     "literal_expression",
     "predicate_columns",
     "to_expression",
@@ -300,3 +304,50 @@ def to_expression(pred: Predicate | None) -> pc.Expression | None:
         assert e is not None
         out = e if out is None else (out | e)
     return out
+
+
+def literal_range(lit: Literal) -> ValueRange | None:
+    """The :class:`~kartoframe.format.value_ranges.ValueRange` a literal asks of every row,
+    if footer statistics can prove it (integers and dates: comparisons and a one-value
+    ``in``; strings: equality only); None otherwise.
+    """
+    t = lit.arrow_type.value_type if pa.types.is_dictionary(lit.arrow_type) else lit.arrow_type
+    op, v = lit.op, lit.value
+    if op == "in" and not lit.has_null and isinstance(v, tuple) and len(v) == 1:
+        op, v = "==", v[0]
+    if v is None or op not in COMPARISONS or op == "!=":
+        return None
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        ok = isinstance(v, str) and op == "=="
+        return ValueRange(lit.column, v, v, exact=True) if ok else None
+    if pa.types.is_integer(t):
+        ok = isinstance(v, int) and not isinstance(v, bool)
+    elif pa.types.is_date(t):
+        ok = isinstance(v, dt.date) and not isinstance(v, dt.datetime)
+    else:
+        return None
+    if not ok:
+        return None
+    if op == "==":
+        return ValueRange(lit.column, v, v)
+    if op in ("<", "<="):
+        return ValueRange(lit.column, high=v, high_inclusive=op == "<=")
+    return ValueRange(lit.column, low=v, low_inclusive=op == ">=")
+
+
+def covering_ranges(
+    pred: Predicate | None, extra: Sequence[Literal] = ()
+) -> tuple[tuple[ValueRange, ...], ...]:
+    """The conjunctions of ``pred`` (each with the ``extra`` literals ANDed) that footer
+    statistics could prove for every row of a file, as ranges; those with a literal no
+    range expresses are left out (empty: nothing can be proven).
+    """
+    conjunctions = pred.conjunctions if pred is not None else ((),)
+    if not extra and pred is None:
+        return ()
+    out = []
+    for conj in conjunctions:
+        ranges = [literal_range(lit) for lit in (*conj, *extra)]
+        if ranges and all(r is not None for r in ranges):
+            out.append(tuple(r for r in ranges if r is not None))
+    return tuple(out)

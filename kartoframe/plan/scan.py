@@ -12,9 +12,16 @@ import pyarrow.compute as pc
 from kartoframe.errors import ColumnNotFoundError, InvalidInputError
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.index import index_from_embedded
+from kartoframe.format.value_ranges import ValueRange
 from kartoframe.plan.file_part import FilePart
 from kartoframe.plan.integers import nullable_integer_columns
-from kartoframe.plan.predicates import Literal, Predicate, literal_expression, to_expression
+from kartoframe.plan.predicates import (
+    Literal,
+    Predicate,
+    covering_ranges,
+    literal_expression,
+    to_expression,
+)
 from kartoframe.plan.pruning import PruneStats, partition_value_rows, prune
 from kartoframe.plan.query import (
     ReadQuery,
@@ -82,6 +89,13 @@ class ScanPlan:
         """The columns :meth:`filter_for` reads."""
         cols = self.predicate.columns if self.predicate is not None else set()
         return tuple(sorted(cols | {lit.column for lit in task.extra}))
+
+    def covering_for(self, task: ReadTask) -> tuple[tuple[ValueRange, ...], ...]:
+        """The conjunctions of the task's row filter as ranges that a file's footer
+        statistics can prove for all its rows (a file so proven is read without the
+        filter; :mod:`kartoframe.format.value_ranges`).
+        """
+        return covering_ranges(self.predicate, task.extra)
 
     def filter_for(self, task: ReadTask) -> pc.Expression | None:
         """Row filter of a task: the predicate and the task's extra literals."""

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kartoframe.format.arrow_memory import release_unused_memory
+from kartoframe.format.value_ranges import ValueRange, ranges_hold
 from kartoframe.storage.store import Store
 
 __all__ = ["GATHER_FILES", "SMALL_FILE_BYTES", "THREADED_BYTES", "read_local_files"]
@@ -77,6 +78,31 @@ def _widened(table: pa.Table, target: pa.Schema) -> pa.Table | None:
     return pa.Table.from_arrays(cast, schema=target)
 
 
+def _proven(
+    md: pq.FileMetaData,
+    covering: Sequence[Sequence[ValueRange]],
+    partition_values: Sequence[tuple[str, Any]],
+) -> bool:
+    """Whether a file's partition values or footer statistics prove one conjunction of
+    ``covering`` for all its rows.
+    """
+    values = dict(partition_values)
+    names = {r.column for conj in covering for r in conj if r.column not in values}
+    stats: list[dict[str, tuple[Any, Any, int | None]]] = []
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        found: dict[str, tuple[Any, Any, int | None]] = {}
+        for j in range(rg.num_columns):
+            chunk = rg.column(j)
+            if chunk.path_in_schema not in names:
+                continue
+            st = chunk.statistics
+            if st is not None and st.has_min_max and st.has_null_count:
+                found[chunk.path_in_schema] = (st.min, st.max, st.null_count)
+        stats.append(found)
+    return ranges_hold(covering, values, stats)
+
+
 def read_local_files(
     store: Store,
     keys: Sequence[str],
@@ -85,11 +111,16 @@ def read_local_files(
     columns: Sequence[str] | None,
     *,
     use_threads: bool = True,
+    covering: Sequence[Sequence[ValueRange]] | None = None,
 ) -> pa.Table | None:
     """The rows of local Parquet objects ``keys`` (in order) with the dataset ``schema``'s
     ``columns`` (all if None; partition columns from ``partition_values``), read file by
     file (a file larger than :data:`THREADED_BYTES` on Arrow's threads, if
     ``use_threads``); None if a file needs what only the dataset scan does.
+
+    ``covering``: the scan has a row filter, given as conjunctions of value ranges; every
+    file must be proven by its partition values or footer statistics to satisfy one of
+    them in all its rows (else None: the dataset scan filters the rows).
     """
     names = list(columns) if columns is not None else list(schema.names)
     if not names or not keys:
@@ -114,6 +145,8 @@ def read_local_files(
                 present = set(pf.schema_arrow.names)
                 if not present.issuperset(wanted) or present.intersection(given):
                     return None  # a missing column, or a partition column in the file
+                if covering is not None and not _proven(pf.metadata, covering, pvs[i]):
+                    return None  # some rows may fail the filter
                 threaded = use_threads and f.size() > THREADED_BYTES
                 table = pf.read(columns=wanted, use_threads=threaded).select(wanted)
             if pending and not table.schema.equals(pending[0].schema):

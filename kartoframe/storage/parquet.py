@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from kartoframe.errors import CorruptDataError, KartoframeError, MissingDataFileError
 from kartoframe.format.encoding import dictionary_columns
+from kartoframe.format.value_ranges import ValueRange
 from kartoframe.storage.local_files import local_makedirs
 from kartoframe.storage.local_scan import read_local_files
 from kartoframe.storage.ranged import ranged_fragments
@@ -230,6 +231,10 @@ class ScanOptions(TypedDict, total=False):
     filter_columns
         The columns ``filter`` reads (a remote scan then fetches only the chunks of
         these and the projected columns; default: unknown, all columns).
+    covering
+        ``filter`` as conjunctions of value ranges (those ranges can express): a local
+        file whose footer statistics prove one of them for all its rows is read without
+        the filter (:mod:`kartoframe.format.value_ranges`; default: none).
     """
 
     partition_values: Sequence[Sequence[tuple[str, Any]]] | None
@@ -237,6 +242,7 @@ class ScanOptions(TypedDict, total=False):
     filter: pc.Expression | None
     use_threads: bool
     filter_columns: Sequence[str] | None
+    covering: Sequence[Sequence[ValueRange]]
 
 
 def scan_arguments(
@@ -257,7 +263,8 @@ def _read_files(
     store: Store, keys: Sequence[str], schema: pa.Schema, options: ScanOptions
 ) -> pa.Table:
     """The scan of :func:`read_files`, its errors as Arrow and the store raise them."""
-    if store.is_local and keys and options.get("filter") is None:
+    covering = options.get("covering") or ()
+    if store.is_local and keys and (options.get("filter") is None or covering):
         plain = read_local_files(
             store,
             keys,
@@ -265,6 +272,7 @@ def _read_files(
             options.get("partition_values"),
             options.get("columns"),
             use_threads=options.get("use_threads", True),
+            covering=covering if options.get("filter") is not None else None,
         )
         if plain is not None:
             return plain

@@ -1,0 +1,205 @@
+"""A filtered local scan skips the row filter only for files whose footer statistics (or
+partition values) prove it for every row, and then returns the dataset scan's rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import kartoframe as kf
+from kartoframe.format.value_ranges import ValueRange
+from kartoframe.plan.predicates import bind, covering_ranges, literal_range, to_expression
+from kartoframe.storage import parquet
+from kartoframe.storage.local_scan import read_local_files
+
+SCHEMA = pa.schema(
+    [
+        ("p", pa.string()),
+        ("k", pa.int64()),
+        ("s", pa.string()),
+        ("d", pa.date32()),
+        ("f", pa.float64()),
+        ("n", pa.int64()),
+        ("u", pa.uint8()),
+    ]
+)
+D = [dt.date(2024, 1, d) for d in (1, 2, 3)]
+
+
+def _file(rng: np.random.Generator, constant: bool, rows: int) -> pa.Table:
+    """A file body: constant k/s/d (or varied), floats with NaN, ints with nulls."""
+
+    def pick(values: list[Any]) -> list[Any]:
+        if constant:
+            return [values[int(rng.integers(len(values)))]] * rows
+        return [values[int(i)] for i in rng.integers(0, len(values), rows)]
+
+    f = rng.choice([0.5, 1.5, np.nan], rows)
+    n = [None if rng.random() < 0.3 else int(v) for v in rng.integers(0, 3, rows)]
+    return pa.table(
+        {
+            "k": pa.array(pick([1, 2, 3]), pa.int64()),
+            "s": pa.array(pick(["a", "b", "ü"]), pa.string()),
+            "d": pa.array(pick(D), pa.date32()),
+            "f": pa.array(f, pa.float64()),
+            "n": pa.array(n, pa.int64()),
+            # narrower in the file than in the dataset: the scan widens it
+            "u": pa.array(pick([0, 7]), pa.uint8()),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> tuple[kf.Store, list[str], list[Any]]:
+    root: Path = tmp_path_factory.mktemp("covering")
+    store = kf.Store(f"file://{root}")
+    rng = np.random.default_rng(7)
+    keys, pvs = [], []
+    for i in range(12):
+        p = ["x", "y"][i % 2]
+        key = f"ds/table/p={p}/f{i}.parquet"
+        os.makedirs(os.path.dirname(store.path(key)), exist_ok=True)
+        # two row groups for some files: each must prove the range
+        pq.write_table(_file(rng, i % 3 != 0, 6 + i), store.path(key), row_group_size=4 + i % 5)
+        keys.append(key)
+        pvs.append((("p", p),))
+    return store, keys, pvs
+
+
+def _same(a: pa.Table, b: pa.Table) -> bool:
+    """Same schema and values (NaN equal to NaN; chunking ignored)."""
+    return a.schema.equals(b.schema, check_metadata=True) and a.to_pandas().equals(b.to_pandas())
+
+
+def _scan(store: kf.Store, keys: list[str], pvs: Any, **options: Any) -> pa.Table:
+    """The dataset scan alone (the file-by-file path switched off)."""
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(parquet, "read_local_files", lambda *a, **k: None)
+        return parquet.read_files(store, keys, SCHEMA, partition_values=pvs, **options)
+
+
+LITERALS = st.one_of(
+    st.tuples(st.just("k"), st.sampled_from(["==", "<", "<=", ">", ">=", "!="]), st.integers(0, 4)),
+    st.tuples(
+        st.just("k"), st.sampled_from(["in", "not in"]), st.lists(st.integers(1, 3), max_size=2)
+    ),
+    st.tuples(
+        st.just("s"), st.sampled_from(["==", "<", ">=", "!="]), st.sampled_from(["a", "b", "ü"])
+    ),
+    st.tuples(st.just("d"), st.sampled_from(["==", "<", ">", ">="]), st.sampled_from(D)),
+    st.tuples(st.just("f"), st.sampled_from(["==", "<", ">="]), st.sampled_from([0.5, 1.5])),
+    st.tuples(st.just("n"), st.sampled_from(["==", ">=", "is distinct from"]), st.integers(0, 2)),
+    st.tuples(st.just("n"), st.sampled_from(["==", "!="]), st.none()),
+    st.tuples(st.just("u"), st.sampled_from(["==", ">", "<="]), st.sampled_from([0, 7])),
+    st.tuples(st.just("p"), st.sampled_from(["==", "!="]), st.sampled_from(["x", "y"])),
+)
+PREDICATES = st.lists(st.lists(LITERALS, min_size=1, max_size=3), min_size=1, max_size=2)
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(predicates=PREDICATES, columns=st.sampled_from([None, ["k"], ["s", "p"], ["f", "u"]]))
+def test_filtered_reads_equal_the_dataset_scan(files, predicates, columns) -> None:
+    store, keys, pvs = files
+    pred = bind(predicates, SCHEMA)
+    options = {"columns": columns, "filter": to_expression(pred)}
+    expected = _scan(store, keys, pvs, **options)
+    covering = covering_ranges(pred)
+    got = parquet.read_files(
+        store, keys, SCHEMA, partition_values=pvs, covering=covering, **options
+    )
+    assert _same(got, expected)
+    for key, pv in zip(keys, pvs):  # file by file too: some are proven, some not
+        one = parquet.read_files(
+            store, [key], SCHEMA, partition_values=[pv], covering=covering, **options
+        )
+        assert _same(one, _scan(store, [key], [pv], **options)), key
+
+
+def test_a_proven_file_is_read_without_the_filter(files) -> None:
+    store, keys, pvs = files
+    key, pv = keys[1], pvs[1]  # constant k, s, d
+    body = pq.read_table(store.path(key))
+    k, s = body["k"][0].as_py(), body["s"][0].as_py()
+    pred = bind([[("k", "==", k), ("s", "==", s), ("p", "==", dict(pv)["p"])]], SCHEMA)
+    covering = covering_ranges(pred)
+    assert [len(c) for c in covering] == [3]
+    fast = read_local_files(store, [key], SCHEMA, [pv], ["k", "f"], covering=covering)
+    assert fast is not None and fast.num_rows == body.num_rows
+    expected = _scan(store, [key], [pv], columns=["k", "f"], filter=to_expression(pred))
+    assert _same(fast, expected)
+    # another value, the other partition, or a column with nulls: not proven
+    for other in (
+        [[("k", "==", k + 10)]],
+        [[("p", "==", "z")]],
+        [[("k", "==", k), ("n", ">=", 0)]],
+        [[("k", ">", k)]],
+    ):
+        cov = covering_ranges(bind(other, SCHEMA))
+        assert read_local_files(store, [key], SCHEMA, [pv], ["k"], covering=cov) is None, other
+    # a varied file is not proven by a value it holds
+    varied = keys[0]
+    cov = covering_ranges(bind([[("k", "==", 1)]], SCHEMA))
+    assert read_local_files(store, [varied], SCHEMA, [pvs[0]], ["k"], covering=cov) is None
+
+
+def test_files_without_statistics_keep_the_filter(tmp_path) -> None:
+    store = kf.Store(f"file://{tmp_path}")
+    key = "ds/table/p=x/nostats.parquet"
+    os.makedirs(os.path.dirname(store.path(key)), exist_ok=True)
+    table = _file(np.random.default_rng(1), True, 5)
+    pq.write_table(table, store.path(key), write_statistics=False)
+    k = table["k"][0].as_py()
+    pred = bind([[("k", "==", k)]], SCHEMA)
+    cov = covering_ranges(pred)
+    assert read_local_files(store, [key], SCHEMA, [(("p", "x"),)], ["k"], covering=cov) is None
+    got = parquet.read_files(
+        store,
+        [key],
+        SCHEMA,
+        partition_values=[(("p", "x"),)],
+        columns=["k"],
+        filter=to_expression(pred),
+        covering=cov,
+    )
+    assert got.num_rows == 5
+
+
+@pytest.mark.parametrize(
+    ("literal", "expected"),
+    [
+        (("k", "==", 2), ValueRange("k", 2, 2)),
+        (("k", "in", [2]), ValueRange("k", 2, 2)),
+        (("k", "<", 2), ValueRange("k", high=2, high_inclusive=False)),
+        (("k", ">=", 2), ValueRange("k", low=2)),
+        (("d", ">", D[0]), ValueRange("d", low=D[0], low_inclusive=False)),
+        (("s", "==", "a"), ValueRange("s", "a", "a", exact=True)),
+        (("s", "<", "a"), None),  # strings: equality only
+        (("k", "in", [1, 2]), None),
+        (("k", "!=", 2), None),
+        (("k", "not in", [2]), None),
+        (("n", "==", None), None),
+        (("n", "is distinct from", 1), None),
+        (("f", "==", 0.5), None),  # floats: NaN is not in the null count
+    ],
+)
+def test_literal_ranges(literal: tuple, expected: ValueRange | None) -> None:
+    pred = bind([[literal]], SCHEMA)
+    assert pred is not None
+    assert literal_range(pred.conjunctions[0][0]) == expected
+
+
+def test_covering_ranges_drop_unprovable_conjunctions() -> None:
+    pred = bind([[("k", "==", 1), ("f", "<", 1.0)], [("k", "==", 2)]], SCHEMA)
+    assert covering_ranges(pred) == ((ValueRange("k", 2, 2),),)
+    assert covering_ranges(None) == ()
+    assert covering_ranges(bind([[("f", "<", 1.0)]], SCHEMA)) == ()
