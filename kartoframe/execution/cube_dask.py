@@ -27,6 +27,7 @@ except ImportError as _error:  # pragma: no cover - exercised without dask
 
 from kartoframe.execution.cube_join import empty_result, load_group
 from kartoframe.execution.dask_engine import no_string_conversion
+from kartoframe.execution.read_memo import ReadMemo
 from kartoframe.plan.cube_query import CubeQueryPlan, QueryGroup
 from kartoframe.storage.store import Store
 
@@ -51,10 +52,12 @@ class GroupLoader:
     plan: CubeQueryPlan
     store: Store
     token: str
+    #: lower-dimensional datasets read once for all the groups (see :mod:`read_memo`)
+    memo: ReadMemo = dataclasses.field(default_factory=ReadMemo, compare=False, repr=False)
 
     def __call__(self, item: _Group) -> pd.DataFrame:
         """Run the group's scans and joins."""
-        return load_group(self.plan, item.group, self.store, threads=False)
+        return load_group(self.plan, item.group, self.store, threads=False, memo=self.memo)
 
     def __dask_tokenize__(self) -> tuple[str, str]:
         return ("kartoframe-cube-loader", self.token)

@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kartoframe.execution.kernel import read_task_table
+from kartoframe.execution.read_memo import ReadMemo
 from kartoframe.format.convert import column_records, records_to_frame
 from kartoframe.format.schema import pandas_metadata
 from kartoframe.plan.cube_plan import CubeQueryPlan, DatasetRead, QueryGroup
@@ -354,32 +355,48 @@ def join_tables(plan: CubeQueryPlan, tables: dict[str, pa.Table]) -> pd.DataFram
     return out.loc[:, output].reset_index(drop=True)
 
 
-def _load_one(read: DatasetRead, group: QueryGroup, store: Store) -> pa.Table:
-    # the dataset read kernel: the group's files of this dataset with its row filter
-    table = read_task_table(read.scan, group.task(read.dataset_id), store)
-    if read.role == "seed":
-        return dedupe_keep_last(table, read.dedupe_columns, sort=True)
-    if group.needs_dedupe(read):
-        return dedupe_keep_last(table, read.dedupe_columns, sort=False)
-    return table
+def _load_one(
+    read: DatasetRead, group: QueryGroup, store: Store, memo: ReadMemo | None = None
+) -> pa.Table:
+    task = group.task(read.dataset_id)
+
+    def load() -> pa.Table:
+        # the dataset read kernel: the group's files of this dataset with its row filter
+        table = read_task_table(read.scan, task, store)
+        if read.role == "seed":
+            return dedupe_keep_last(table, read.dedupe_columns, sort=True)
+        if group.needs_dedupe(read):
+            return dedupe_keep_last(table, read.dedupe_columns, sort=False)
+        return table
+
+    if memo is None or read.role == "seed" or read.cube_partition_keys:
+        return load()
+    return memo.get((read.dataset_id, task), load)
 
 
 def load_group(
-    plan: CubeQueryPlan, group: QueryGroup, store: Store, *, threads: bool = True
+    plan: CubeQueryPlan,
+    group: QueryGroup,
+    store: Store,
+    *,
+    threads: bool = True,
+    memo: ReadMemo | None = None,
 ) -> pd.DataFrame:
     """Run one group: scan, de-duplicate, join. The result may be empty.
 
     With ``threads`` the datasets are scanned concurrently (engines that already run
-    groups in parallel pass False).
+    groups in parallel pass False). With a ``memo`` (one per planned query), a dataset
+    without the cube's partition columns, whose files are the same in every group, is
+    read once for all the groups that share the memo.
     """
     reads = plan.reads
     if threads and len(reads) > 1:
         with ThreadPoolExecutor(max_workers=min(4, len(reads))) as pool:
-            loaded = list(pool.map(lambda r: _load_one(r, group, store), reads))
+            loaded = list(pool.map(lambda r: _load_one(r, group, store, memo), reads))
     else:
-        loaded = [_load_one(reads[0], group, store)]
+        loaded = [_load_one(reads[0], group, store, memo)]
         if loaded[0].num_rows:
-            loaded += [_load_one(r, group, store) for r in reads[1:]]
+            loaded += [_load_one(r, group, store, memo) for r in reads[1:]]
     if loaded[0].num_rows == 0:
         return empty_result(plan)
     return join_tables(plan, {r.dataset_id: t for r, t in zip(reads, loaded)})

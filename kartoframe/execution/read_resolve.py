@@ -2,14 +2,14 @@
 
 :func:`resolve_read` is what eager, iterator, dask and Spark dataset reads, and every
 dataset of a cube query, go through: :func:`kartoframe.plan.query.read_needs` (pure) says
-what to load, :func:`kartoframe.storage.resolve.load_for_read` loads exactly that (in
-parallel), and :func:`kartoframe.plan.scan.plan_bound` plans without binding again.
+what to load, :func:`kartoframe.storage.resolve.load_for_read` loads exactly that
+(concurrently on remote stores), and :func:`kartoframe.plan.scan.plan_bound` plans
+without binding again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 
 from kartoframe.format.cube import Cube
 from kartoframe.format.dataset import LoadedDataset
@@ -22,6 +22,7 @@ from kartoframe.plan.cube_query import (
 )
 from kartoframe.plan.query import ReadNeeds, ReadQuery, read_needs
 from kartoframe.plan.scan import ScanPlan, plan_bound
+from kartoframe.storage.io_map import io_map
 from kartoframe.storage.resolve import load_for_read
 from kartoframe.storage.store import Store
 
@@ -71,7 +72,8 @@ def resolve_cube_query(
 
     Validates the request, binds each taking-part dataset's conditions once
     (:func:`kartoframe.plan.cube_query.member_queries`), loads what each needs — the same
-    :func:`load_needed` as dataset reads, the datasets in parallel — and plans.
+    :func:`load_needed` as dataset reads, the datasets concurrently on a remote store — and
+    plans.
     """
     schemas = {k: v.schema for k, v in datasets.items()}
     indexed = {
@@ -96,9 +98,5 @@ def resolve_cube_query(
     )
     needs = {k: read_needs(v, queries[k]) for k, v in loaded.items()}
     jobs = sorted(k for k, n in needs.items() if n)
-    if len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
-            loaded.update(zip(jobs, pool.map(lambda k: _load(store, loaded[k], needs[k]), jobs)))
-    elif jobs:
-        loaded[jobs[0]] = _load(store, loaded[jobs[0]], needs[jobs[0]])
+    loaded.update(zip(jobs, io_map(store, lambda k: _load(store, loaded[k], needs[k]), jobs)))
     return plan_query(cube, loaded, intention, queries, consistent_integers)

@@ -1,12 +1,12 @@
 """Load a cube's member datasets: header and schema of every ``<prefix>++<id>`` dataset
-(in parallel), and the requested ones checked against the cube rules.
+(concurrently on remote stores: :func:`~kartoframe.storage.io_map.io_map`), and the
+requested ones checked against the cube rules.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 
 from kartoframe.errors import DatasetNotFoundError, InvalidInputError
 from kartoframe.format.cube import (
@@ -18,6 +18,7 @@ from kartoframe.format.cube import (
     str_tuple,
 )
 from kartoframe.format.dataset import LoadedDataset
+from kartoframe.storage.io_map import io_map
 from kartoframe.storage.resolve import load_dataset
 from kartoframe.storage.store import Store
 
@@ -54,11 +55,7 @@ def load_cube_datasets(
             _log.warning("Ignoring dataset %r: its header disappeared.", ds_id)
             return ds_id, None
 
-    if len(ids) > 1:
-        with ThreadPoolExecutor(max_workers=min(8, len(ids))) as pool:
-            found = list(pool.map(_load, ids))
-    else:
-        found = [_load(i) for i in ids]
+    found = io_map(store, _load, ids)
     return {k: v for k, v in found if v is not None}
 
 

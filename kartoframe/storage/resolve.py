@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -31,6 +30,7 @@ from kartoframe.format.statistics import (
     statistics_from_bytes,
 )
 from kartoframe.format.statistics_rows import groups_holding
+from kartoframe.storage.io_map import io_map
 from kartoframe.storage.log import State, current_state, historic_state, read_stored_header
 from kartoframe.storage.null_types import fill_null_types
 from kartoframe.storage.store import Store
@@ -249,7 +249,8 @@ def load_for_read(
 ) -> LoadedDataset:
     """``loaded`` with exactly what a read needs (see :func:`kartoframe.plan.query.read_needs`):
     the ``indices`` (restricted to the ``lookups`` values where given) and the per-file
-    statistics, loaded in parallel when there are several files to read.
+    statistics, loaded concurrently on a remote store when there are several files to read
+    (:func:`~kartoframe.storage.io_map.io_map`).
 
     ``optional_statistics`` loads the statistics only to type integer columns: a file that
     is missing or cannot be decoded then reads as "no statistics" (every integer column
@@ -268,11 +269,7 @@ def load_for_read(
             return _statistics_or_none(store, loaded, required=statistics)
         return _load_index(store, loaded, job, only.get(job))
 
-    if len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
-            results = list(pool.map(run, jobs))
-    else:
-        results = [run(jobs[0])]
+    results = io_map(store, run, jobs)
     found = dict(loaded.indices)
     stats = loaded.statistics
     for job, table in zip(jobs, results):

@@ -91,3 +91,23 @@ def test_query_dataframe_partitions_and_meta(cube, store, seed_df, enrich_df, lo
         store.delete(k)
     with pytest.raises(OSError):
         ddf.compute(scheduler="sync")
+
+
+def test_dask_groups_share_the_lower_dimensional_read(cube, store, seed_df, enrich_df, low_df):
+    from kartoframe.execution.cube_dask import GroupLoader, _Group
+    from kartoframe.execution.cube_join import load_group
+    from kartoframe.front.cube_query import plan_cube_query
+
+    kf.build_cube({"seed": seed_df, "enrich": enrich_df}, cube, store)
+    kf.extend_cube({"low": low_df}, cube, store, partition_on={"low": []})
+    plan, st = plan_cube_query(cube, store, partition_by=["p"], consistent_integers=True)
+    assert len(plan.groups) == 2
+    loader = GroupLoader(plan.slim(), st, "t")
+    frames = [loader(_Group(g, f"t-{i}")) for i, g in enumerate(plan.groups)]
+    assert len(loader.memo) == 1  # "low" only: seed and enrich differ per group
+    for g, got in zip(plan.groups, frames):
+        pd.testing.assert_frame_equal(got, load_group(plan, g, st, threads=False))
+    assert sorted(pd.concat(frames).v3.tolist()) == ["a", "a", "b", "b", "c", "c"]
+    ddf = kf.query_cube_dataframe(cube, store, partition_by=["p"])
+    expected = pd.concat(kf.query_cube(cube, store, partition_by=["p"]), ignore_index=True)
+    pd.testing.assert_frame_equal(ddf.compute().reset_index(drop=True), expected)

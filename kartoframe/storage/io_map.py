@@ -1,0 +1,30 @@
+"""Metadata loads of several objects: concurrent on remote stores, in order on local ones.
+
+Loading a cube's three dataset headers from a local folder took 3.2 ms on a pool of
+three threads and 1.4 ms one after the other (2 cores): each load is mostly decoding,
+which holds the GIL, and starting and joining the threads costs more than the overlap
+saves. On an object store each load waits for a request, so they overlap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from kartoframe.storage.store import Store
+
+__all__ = ["io_map"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def io_map(store: Store, fn: Callable[[T], R], items: Sequence[T], max_workers: int = 8) -> list[R]:
+    """``[fn(item) for item in items]``, on up to ``max_workers`` threads unless ``store``
+    is a local folder (or there is one item).
+    """
+    if store.is_local or len(items) <= 1:
+        return [fn(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(max_workers, len(items))) as pool:
+        return list(pool.map(fn, items))
