@@ -50,6 +50,11 @@ __all__ = [
     "statistics_rows",
 ]
 
+#: A dataset with at least this many partitions has its index and statistics files loaded
+#: on threads even from a local folder (large Parquet files decode outside the GIL; see
+#: :mod:`kartoframe.storage.io_map`).
+LOCAL_THREADS_PARTITIONS = 1000
+
 
 def read_header(store: Store, dataset_uuid: str) -> tuple[DatasetHeader, bytes] | None:
     """Read and decode the header (JSON first, then msgpack), or None if absent."""
@@ -269,7 +274,8 @@ def load_for_read(
             return _statistics_or_none(store, loaded, required=statistics)
         return _load_index(store, loaded, job, only.get(job))
 
-    results = io_map(store, run, jobs)
+    large = len(loaded.metadata.partitions) >= LOCAL_THREADS_PARTITIONS
+    results = io_map(store, run, jobs, threads_locally=large)
     found = dict(loaded.indices)
     stats = loaded.statistics
     for job, table in zip(jobs, results):
