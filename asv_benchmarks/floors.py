@@ -8,7 +8,9 @@ each, the parts kartoframe shares with the peer (the same Arrow decoder or encod
 same bytes) are timed apart from the work only kartoframe does (statistics, index,
 commit, the casts its format asks for), and the equality read's kept files are read the
 cheapest way pyarrow offers, one ``ParquetFile.read`` each, as the floor of any reader
-of them. Rounds alternate the variants; medians after one warm-up round.
+of them. Rounds alternate the variants; medians after one warm-up round. The write's
+variants also print their CPU time (user and system, all threads) and the cores they kept
+busy: on two cores a write cannot take less than half its CPU time.
 
     .venv/bin/python asv_benchmarks/floors.py                 # all four lines
     .venv/bin/python asv_benchmarks/floors.py --only write,read --repeat 7
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import sys
@@ -91,14 +94,25 @@ def _rounds(variants: dict[str, Callable[[], dict[str, float]]], repeat: int) ->
     for name, runs in times.items():
         keys = list(runs[0])
         med = {k: statistics.median(p[k] for p in runs) for k in keys}
-        detail = ", ".join(f"{k} {med[k] * 1000:.1f} ms" for k in keys if k != "total")
+        detail = ", ".join(
+            f"{k} {med[k]:.2f}" if k == "cores" else f"{k} {med[k] * 1000:.1f} ms"
+            for k in keys
+            if k != "total"
+        )
         print(f"  {name:44s} {med['total'] * 1000:8.1f} ms  {med['total'] / ref:6.3f}x  {detail}")
 
 
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def _total(fn: Callable[[], Any]) -> dict[str, float]:
-    t = time.perf_counter()
+    """Wall time, CPU time (user and system, all threads) and cores busy of ``fn()``."""
+    c, t = _cpu(), time.perf_counter()
     fn()
-    return {"total": time.perf_counter() - t}
+    wall, cpu = time.perf_counter() - t, _cpu() - c
+    return {"cpu": cpu, "cores": cpu / wall, "total": wall}
 
 
 def _pyarrow_read(
