@@ -203,3 +203,26 @@ def test_covering_ranges_drop_unprovable_conjunctions() -> None:
     assert covering_ranges(pred) == ((ValueRange("k", 2, 2),),)
     assert covering_ranges(None) == ()
     assert covering_ranges(bind([[("f", "<", 1.0)]], SCHEMA)) == ()
+
+
+def test_a_truncated_file_is_reported_as_without_the_proof(tmp_path) -> None:
+    store = kf.Store(f"file://{tmp_path}")
+    key = "ds/table/p=x/cut.parquet"
+    os.makedirs(os.path.dirname(store.path(key)), exist_ok=True)
+    table = _file(np.random.default_rng(2), True, 50)
+    pq.write_table(table, store.path(key))
+    data = Path(store.path(key)).read_bytes()
+    Path(store.path(key)).write_bytes(data[: len(data) // 2])  # footer gone
+    pred = bind([[("k", "==", table["k"][0].as_py())]], SCHEMA)
+    cov = covering_ranges(pred)
+    assert read_local_files(store, [key], SCHEMA, [(("p", "x"),)], ["k"], covering=cov) is None
+    with pytest.raises(kf.CorruptDataError, match=r"cut\.parquet"):
+        parquet.read_files(
+            store,
+            [key],
+            SCHEMA,
+            partition_values=[(("p", "x"),)],
+            columns=["k"],
+            filter=to_expression(pred),
+            covering=cov,
+        )
