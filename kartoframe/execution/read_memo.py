@@ -8,8 +8,9 @@ the other tasks of the same query: data files are immutable (their names are new
 write), so the same files read with the same filter give the same table.
 
 A memo belongs to one planned query (the dask ``GroupLoader``); it is dropped with the
-graph. It is not shipped between processes: a pickled memo arrives empty, so each worker
-process of a distributed cluster reads the shared files once.
+graph. It is not shipped between processes: a pickled memo arrives empty, so on the worker
+processes of a distributed cluster the tasks share a read only as far as they share one
+unpickled copy of the loader (at worst each task reads, as without a memo).
 """
 
 from __future__ import annotations
