@@ -215,6 +215,10 @@ def line_range(data_dir: Path, spec: Any, repeat: int, stages: Stages) -> None:
                     systems.UUID, str(kroot), columns=cols, predicates=q.predicates()
                 )
             ),
+            # the same bytes kartoframe scans, read as pyarrow reads its own (no casts)
+            "pyarrow.dataset on kartoframe's files": lambda: _pyarrow_read(
+                kroot / systems.UUID / "table", cols, expr
+            ),
             "pyarrow.dataset": lambda: _pyarrow_read(proot, cols, expr),
         },
         repeat,
