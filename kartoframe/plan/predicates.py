@@ -342,12 +342,11 @@ def covering_ranges(
     statistics could prove for every row of a file, as ranges; those with a literal no
     range expresses are left out (empty: nothing can be proven).
     """
-    conjunctions = pred.conjunctions if pred is not None else ((),)
-    if not extra and pred is None:
+    if pred is None and not extra:
         return ()
     out = []
-    for conj in conjunctions:
-        ranges = [literal_range(lit) for lit in (*conj, *extra)]
-        if ranges and all(r is not None for r in ranges):
-            out.append(tuple(r for r in ranges if r is not None))
+    for conj in pred.conjunctions if pred is not None else ((),):
+        ranges = [r for lit in (*conj, *extra) if (r := literal_range(lit)) is not None]
+        if len(ranges) == len(conj) + len(extra):
+            out.append(tuple(ranges))
     return tuple(out)
