@@ -33,6 +33,7 @@ from kartoframe.format.index_group import (
     merge_index,
 )
 from kartoframe.format.schema import normalize_type
+from kartoframe.format.value_ranges import footer_statistics
 
 __all__ = [
     "PARTITION_COLUMN",
@@ -277,16 +278,14 @@ def _read_value_groups(data: bytes, column: str, only: Sequence[Any]) -> pa.Tabl
     t = pf.schema_arrow.field(column).type
     if not (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)):
         return pf.read(use_threads=False)
-    leaf = leaves.index(column)
     values = sorted(only)
     keep = []
-    for i in range(md.num_row_groups):
-        stats = md.row_group(i).column(leaf).statistics
-        if stats is None or not stats.has_min_max:
+    for i, stats in enumerate(footer_statistics(md, [column])):
+        if column not in stats:
             keep.append(i)
             continue
         try:
-            lo, hi = stats.min, stats.max
+            lo, hi, _ = stats[column]
             if any(lo <= v <= hi for v in values):
                 keep.append(i)
         except TypeError:

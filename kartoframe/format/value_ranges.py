@@ -23,7 +23,12 @@ import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["ValueRange", "range_holds", "ranges_hold"]
+import pyarrow.parquet as pq
+
+__all__ = ["ValueRange", "footer_statistics", "range_holds", "ranges_hold"]
+
+#: One column chunk's footer statistics: ``(min, max, null_count)``; None where unknown
+RowGroupStatistics = tuple[Any, Any, int | None]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -59,6 +64,32 @@ class ValueRange:
         return type(value) is type(self.low if self.low is not None else self.high)
 
 
+def footer_statistics(
+    md: pq.FileMetaData, columns: Iterable[str]
+) -> list[dict[str, RowGroupStatistics]]:
+    """Per row group of a Parquet footer, ``column -> (min, max, null_count)`` of the
+    (top-level) ``columns`` whose chunk has bounds; a null count the footer lacks is None.
+    """
+    names = set(columns)
+    out: list[dict[str, RowGroupStatistics]] = []
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        found: dict[str, RowGroupStatistics] = {}
+        for j in range(rg.num_columns):
+            chunk = rg.column(j)
+            if chunk.path_in_schema not in names:
+                continue
+            st = chunk.statistics
+            if st is not None and st.has_min_max:
+                found[chunk.path_in_schema] = (
+                    st.min,
+                    st.max,
+                    st.null_count if st.has_null_count else None,
+                )
+        out.append(found)
+    return out
+
+
 def range_holds(r: ValueRange, minimum: Any, maximum: Any, null_count: int | None) -> bool:
     """Whether statistics (``min``, ``max``, ``null_count`` of a row group) prove ``r`` for
     every row. Unknown statistics (None) prove nothing.
@@ -78,12 +109,13 @@ def range_holds(r: ValueRange, minimum: Any, maximum: Any, null_count: int | Non
 def ranges_hold(
     conjunctions: Sequence[Sequence[ValueRange]],
     values: dict[str, Any],
-    statistics: Iterable[dict[str, tuple[Any, Any, int | None]]],
+    statistics: Iterable[dict[str, RowGroupStatistics]],
 ) -> bool:
     """Whether one of ``conjunctions`` holds for every row of a file.
 
     ``values`` are the file's constant columns (partition values from its key);
-    ``statistics`` gives, per row group, ``column -> (min, max, null_count)``. A file
+    ``statistics`` gives, per row group, ``column -> (min, max, null_count)``
+    (:func:`footer_statistics`). A file
     without row groups has no row, so any conjunction holds.
     """
     groups = list(statistics)

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kartoframe.format.arrow_memory import release_unused_memory
-from kartoframe.format.value_ranges import ValueRange, ranges_hold
+from kartoframe.format.value_ranges import ValueRange, footer_statistics, ranges_hold
 from kartoframe.storage.store import Store
 
 __all__ = ["GATHER_FILES", "SMALL_FILE_BYTES", "THREADED_BYTES", "read_local_files"]
@@ -88,19 +88,7 @@ def _proven(
     """
     values = dict(partition_values)
     names = {r.column for conj in covering for r in conj if r.column not in values}
-    stats: list[dict[str, tuple[Any, Any, int | None]]] = []
-    for g in range(md.num_row_groups):
-        rg = md.row_group(g)
-        found: dict[str, tuple[Any, Any, int | None]] = {}
-        for j in range(rg.num_columns):
-            chunk = rg.column(j)
-            if chunk.path_in_schema not in names:
-                continue
-            st = chunk.statistics
-            if st is not None and st.has_min_max and st.has_null_count:
-                found[chunk.path_in_schema] = (st.min, st.max, st.null_count)
-        stats.append(found)
-    return ranges_hold(covering, values, stats)
+    return ranges_hold(covering, values, footer_statistics(md, names))
 
 
 def read_local_files(
