@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import gzip
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar, Unpack
 
 import pyarrow as pa
@@ -30,6 +29,7 @@ from kartoframe.errors import (
 )
 from kartoframe.format.arrow_memory import reader
 from kartoframe.format.naming import PARQUET_SUFFIX
+from kartoframe.storage.io_map import thread_map
 from kartoframe.storage.parquet import (
     ScanOptions,
     data_key_location,
@@ -263,10 +263,7 @@ def probe_csv_files(
         except (OSError, EOFError, ValueError, pa.ArrowException) as e:
             return e
 
-    if len(keys) <= 1:
-        return {k: _one(k) for k in keys}
-    with ThreadPoolExecutor(max_workers=min(max_workers, len(keys))) as pool:
-        return dict(zip(keys, pool.map(_one, keys)))
+    return dict(zip(keys, thread_map(_one, keys, max_workers)))
 
 
 def csv_file_sizes(store: Store, key: str) -> tuple[int, int, int]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 
 from kartoframe.errors import (
     CorruptMetadataError,
@@ -36,6 +35,7 @@ from kartoframe.format.txlog import (
     log_prefix,
     parse_log_name,
 )
+from kartoframe.storage.io_map import thread_map
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -82,10 +82,9 @@ def read_entries(
 ) -> dict[int, LogEntry | None]:
     """Read several entries in parallel."""
     todo = list(versions)
-    if len(todo) <= 1:
-        return {v: read_entry(store, dataset_uuid, v) for v in todo}
-    with ThreadPoolExecutor(max_workers=min(max_workers, len(todo))) as pool:
-        return dict(zip(todo, pool.map(lambda v: read_entry(store, dataset_uuid, v), todo)))
+    return dict(
+        zip(todo, thread_map(lambda v: read_entry(store, dataset_uuid, v), todo, max_workers))
+    )
 
 
 def read_checkpoint(store: Store, dataset_uuid: str, version: int) -> Checkpoint | None:

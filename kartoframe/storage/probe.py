@@ -7,13 +7,13 @@ each key in place of its content instead of raising the first one.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kartoframe.format.arrow_memory import reader
+from kartoframe.storage.io_map import thread_map
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -41,10 +41,7 @@ def _each(
         except PROBE_ERRORS as e:
             return e
 
-    if len(keys) <= 1:
-        return {k: _one(k) for k in keys}
-    with ThreadPoolExecutor(max_workers=min(max_workers, len(keys))) as pool:
-        return dict(zip(keys, pool.map(_one, keys)))
+    return dict(zip(keys, thread_map(_one, keys, max_workers)))
 
 
 #: Bytes of the first read at the end of a Parquet object: the footers of data files
