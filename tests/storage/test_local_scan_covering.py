@@ -152,26 +152,38 @@ def test_a_proven_file_is_read_without_the_filter(files) -> None:
     assert read_local_files(store, [varied], SCHEMA, [pvs[0]], ["k"], covering=cov) is None
 
 
-def test_files_without_statistics_keep_the_filter(tmp_path) -> None:
+PX = (("p", "x"),)
+
+
+def _one_file(tmp_path: Path, name: str, rows: int, **write_options: Any) -> tuple[Any, ...]:
+    """A store with one constant file in partition ``p=x``, the filter ``k == <its k>``
+    and that filter's ranges."""
     store = kf.Store(f"file://{tmp_path}")
-    key = "ds/table/p=x/nostats.parquet"
+    key = f"ds/table/p=x/{name}.parquet"
     os.makedirs(os.path.dirname(store.path(key)), exist_ok=True)
-    table = _file(np.random.default_rng(1), True, 5)
-    pq.write_table(table, store.path(key), write_statistics=False)
-    k = table["k"][0].as_py()
-    pred = bind([[("k", "==", k)]], SCHEMA)
-    cov = covering_ranges(pred)
-    assert read_local_files(store, [key], SCHEMA, [(("p", "x"),)], ["k"], covering=cov) is None
-    got = parquet.read_files(
+    table = _file(np.random.default_rng(rows), True, rows)
+    pq.write_table(table, store.path(key), **write_options)
+    pred = bind([[("k", "==", table["k"][0].as_py())]], SCHEMA)
+    return store, key, pred, covering_ranges(pred)
+
+
+def _read_k(store: kf.Store, key: str, pred: Any, cov: Any) -> pa.Table:
+    """Column ``k`` of the file, filtered, with the ranges (the kernel's call)."""
+    return parquet.read_files(
         store,
         [key],
         SCHEMA,
-        partition_values=[(("p", "x"),)],
+        partition_values=[PX],
         columns=["k"],
         filter=to_expression(pred),
         covering=cov,
     )
-    assert got.num_rows == 5
+
+
+def test_files_without_statistics_keep_the_filter(tmp_path) -> None:
+    store, key, pred, cov = _one_file(tmp_path, "nostats", 5, write_statistics=False)
+    assert read_local_files(store, [key], SCHEMA, [PX], ["k"], covering=cov) is None
+    assert _read_k(store, key, pred, cov).num_rows == 5
 
 
 @pytest.mark.parametrize(
@@ -206,23 +218,9 @@ def test_covering_ranges_drop_unprovable_conjunctions() -> None:
 
 
 def test_a_truncated_file_is_reported_as_without_the_proof(tmp_path) -> None:
-    store = kf.Store(f"file://{tmp_path}")
-    key = "ds/table/p=x/cut.parquet"
-    os.makedirs(os.path.dirname(store.path(key)), exist_ok=True)
-    table = _file(np.random.default_rng(2), True, 50)
-    pq.write_table(table, store.path(key))
+    store, key, pred, cov = _one_file(tmp_path, "cut", 50)
     data = Path(store.path(key)).read_bytes()
     Path(store.path(key)).write_bytes(data[: len(data) // 2])  # footer gone
-    pred = bind([[("k", "==", table["k"][0].as_py())]], SCHEMA)
-    cov = covering_ranges(pred)
-    assert read_local_files(store, [key], SCHEMA, [(("p", "x"),)], ["k"], covering=cov) is None
+    assert read_local_files(store, [key], SCHEMA, [PX], ["k"], covering=cov) is None
     with pytest.raises(kf.CorruptDataError, match=r"cut\.parquet"):
-        parquet.read_files(
-            store,
-            [key],
-            SCHEMA,
-            partition_values=[(("p", "x"),)],
-            columns=["k"],
-            filter=to_expression(pred),
-            covering=cov,
-        )
+        _read_k(store, key, pred, cov)
