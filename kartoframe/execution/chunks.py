@@ -24,6 +24,7 @@ from kartoframe.format import naming
 from kartoframe.format.arrow_memory import release_unused_memory
 from kartoframe.format.convert import frame_to_table, storage_table
 from kartoframe.format.encoding import SAMPLE_ROWS, dictionary_columns
+from kartoframe.format.file_rows import encoded_file_rows
 from kartoframe.format.index import index_value_pairs
 from kartoframe.format.index_group import files_index
 from kartoframe.format.schema import normalize_schema
@@ -48,7 +49,14 @@ from kartoframe.plan.write import (
 )
 from kartoframe.storage.commit_values import committed_version
 from kartoframe.storage.csv_files import CsvSerializer, csv_key, write_csv
-from kartoframe.storage.parquet import encode_table, write_encoded, write_row_groups, write_table
+from kartoframe.storage.parquet import (
+    DEFAULT_ROW_GROUP_ROWS,
+    DICTIONARY_PAGE_LIMIT,
+    encode_table,
+    write_encoded,
+    write_row_groups,
+    write_table,
+)
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -192,26 +200,42 @@ def write_chunk(
             stats = _slice_statistics(rows, candidates, bloom_filter_columns)
         return WrittenPartition(label, key, rows.num_rows, size, {}), stats
 
+    def _encoded_rows(gathered: pa.Table) -> tuple[pa.Table, pa.Schema] | None:
+        # the file's low-cardinality strings handed to the writer still encoded (the
+        # same file; rows sorted by ``sort_partitions_by`` are decoded first)
+        if plan.sort_by or not isinstance(dictionary, list):
+            return None
+        return encoded_file_rows(
+            gathered,
+            plan.body.schema,
+            dictionary,
+            row_group_rows=row_group_size or DEFAULT_ROW_GROUP_ROWS,
+            dictionary_page_limit=DICTIONARY_PAGE_LIMIT,
+        )
+
     def _one(i: int) -> tuple[WrittenPartition, SliceStatistics | None]:
         # gather, encode and drop one file's rows: no reordered copy of the whole chunk
         gathered = plan.gathered(i)
-        rows = plan.as_rows(gathered)
         key = naming.data_key(dataset_uuid, table_name, plan.labels[i])
         if isinstance(serializer, CsvSerializer):
             key = csv_key(key, serializer)
             keys.append(key)
-            size = write_csv(store, key, rows, serializer)
+            size = write_csv(store, key, plan.as_rows(gathered), serializer)
         else:
             keys.append(key)
+            encoded = _encoded_rows(gathered)
+            rows, declared = encoded or (storage_table(plan.as_rows(gathered)), None)
             size = write_table(
                 store,
                 key,
-                storage_table(rows),
+                rows,
                 compression=compression,
                 row_group_size=row_group_size,
                 dictionary=dictionary,
+                declared=declared,
             )
-        if rows.num_rows >= _RELEASE_ROWS:
+            del rows
+        if gathered.num_rows >= _RELEASE_ROWS:
             release_unused_memory()  # the writer's pages, before the statistics' hash tables
         return _finish(i, gathered, key, size)  # statistics need no order, nor decoding
 

@@ -29,6 +29,7 @@ __all__ = [
     "pandas_read_schema",
     "records_to_frame",
     "storage_table",
+    "storage_type",
     "table_to_frame",
 ]
 
@@ -59,17 +60,18 @@ def frame_to_table(df: object, *, what: str = "DataFrame") -> pa.Table:
         raise SchemaError(f"Cannot convert {what} to Arrow: {e}") from e
 
 
-def _storage_type(t: pa.DataType) -> pa.DataType:
+def storage_type(t: pa.DataType) -> pa.DataType:
+    """The type a column of type ``t`` is written with (see :func:`storage_table`)."""
     if pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return pa.string()
     if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
         return pa.binary()
     if pa.types.is_dictionary(t):
-        return pa.dictionary(t.index_type, _storage_type(t.value_type), t.ordered)
+        return pa.dictionary(t.index_type, storage_type(t.value_type), t.ordered)
     if pa.types.is_timestamp(t) and t.unit == "ns":
         return pa.timestamp("us", tz=t.tz)
     if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return pa.list_(_storage_type(t.value_type))
+        return pa.list_(storage_type(t.value_type))
     return t
 
 
@@ -87,7 +89,7 @@ def storage_table(table: pa.Table) -> pa.Table:
     fields = []
     changed = False
     for f in table.schema:
-        nt = _storage_type(f.type)
+        nt = storage_type(f.type)
         changed |= nt != f.type
         fields.append(pa.field(f.name, nt, f.nullable))
     if not changed:

@@ -32,7 +32,7 @@ from kartoframe.format.index_group import (
     empty_index,
     merge_index,
 )
-from kartoframe.format.schema import normalize_type
+from kartoframe.format.schema import ARROW_SCHEMA_KEY, normalize_type
 from kartoframe.format.value_ranges import footer_statistics
 
 __all__ = [
@@ -155,15 +155,12 @@ def index_to_bytes(index: pa.Table | IndexSource) -> bytes:
             following = ahead.submit(cut, after, min(after + size, n)) if after < n else None
             writer.write_table(part, row_group_size=size)
             del part
-        writer.add_key_value_metadata({_ARROW_SCHEMA: base64.b64encode(plain.serialize())})
+        writer.add_key_value_metadata({ARROW_SCHEMA_KEY: base64.b64encode(plain.serialize())})
     return buf.getvalue()
 
 
 #: The Parquet path of an index file's labels (a list's items, as Parquet names them).
 _LABEL_PATH = f"{PARTITION_COLUMN}.list.element"
-
-#: The footer key of a Parquet file's Arrow schema (base64 of its IPC message).
-_ARROW_SCHEMA = "ARROW:schema"
 
 
 def index_from_bytes(

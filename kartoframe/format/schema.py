@@ -44,6 +44,8 @@ __all__ = [
 ]
 
 PANDAS_KEY = b"pandas"
+#: The Parquet footer key of a file's Arrow schema (base64 of its IPC message).
+ARROW_SCHEMA_KEY = b"ARROW:schema"
 
 
 def normalize_type(t: pa.DataType) -> pa.DataType:

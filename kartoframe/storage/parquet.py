@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import itertools
@@ -16,6 +17,7 @@ import pyarrow.parquet as pq
 
 from kartoframe.errors import CorruptDataError, KartoframeError, MissingDataFileError
 from kartoframe.format.encoding import dictionary_columns
+from kartoframe.format.schema import ARROW_SCHEMA_KEY
 from kartoframe.format.value_ranges import ValueRange
 from kartoframe.storage.local_files import local_makedirs
 from kartoframe.storage.local_scan import read_local_files
@@ -44,6 +46,8 @@ __all__ = [
 #: through a large chunk: the sales table's ``product_id`` (50,000 products) and
 #: ``revenue`` did, its files were 12 % larger and its full read 8-10 % slower.
 DICTIONARY_PAGE_LIMIT = 2**20
+#: Rows of a row group when the writer is given no row group size (pyarrow's default).
+DEFAULT_ROW_GROUP_ROWS = 1024 * 1024
 
 
 def _write_options(
@@ -71,23 +75,29 @@ def write_table(
     compression: str | None = "snappy",
     row_group_size: int | None = None,
     dictionary: list[str] | bool | None = None,
+    declared: pa.Schema | None = None,
 ) -> int:
     """Write a table as one Parquet object (µs timestamps); return its size in bytes.
 
     ``dictionary`` names the columns to dictionary-encode (a writer of many files
     decides once, see :func:`~kartoframe.format.encoding.dictionary_columns`); None
-    decides from ``table``'s first rows.
+    decides from ``table``'s first rows. ``declared`` is the file's Arrow schema when
+    it is not ``table``'s: the rows of
+    :func:`~kartoframe.format.file_rows.encoded_file_rows`, whose dictionary-encoded
+    strings the file declares as strings.
 
     Data keys are always fresh (never overwritten), so a plain write is safe: no reader
     knows the key before the header that references it is published.
     """
     if not store.is_local:
-        data = encode_table(table, compression, row_group_size, dictionary)
+        data = encode_table(table, compression, row_group_size, dictionary, declared)
         return write_encoded(store, key, data)
     path = store.path(key)
 
     def _write_local() -> int:
-        local_makedirs(path, lambda: _encode(table, path, compression, row_group_size, dictionary))
+        local_makedirs(
+            path, lambda: _encode(table, path, compression, row_group_size, dictionary, declared)
+        )
         return os.path.getsize(path)
 
     return store.with_retry("write", key, _write_local)
@@ -98,10 +108,11 @@ def encode_table(
     compression: str | None = "snappy",
     row_group_size: int | None = None,
     dictionary: list[str] | bool | None = None,
+    declared: pa.Schema | None = None,
 ) -> pa.Buffer:
     """The bytes :func:`write_table` writes for ``table``, encoded in memory (no I/O)."""
     sink = pa.BufferOutputStream()
-    _encode(table, sink, compression, row_group_size, dictionary)
+    _encode(table, sink, compression, row_group_size, dictionary, declared)
     return sink.getvalue()
 
 
@@ -111,10 +122,24 @@ def _encode(
     compression: str | None,
     row_group_size: int | None,
     dictionary: list[str] | bool | None,
+    declared: pa.Schema | None = None,
 ) -> None:
-    """Encode ``table`` as one Parquet file into ``where`` (a local path or a sink)."""
+    """Encode ``table`` as one Parquet file into ``where`` (a local path or a sink),
+    its Arrow schema ``declared`` (None: ``table``'s).
+    """
     options = _write_options(table, compression, dictionary)
-    pq.write_table(table, where, row_group_size=row_group_size, **options)
+    if declared is None or declared == table.schema:
+        pq.write_table(table, where, row_group_size=row_group_size, **options)
+        return
+    # the footer's key-value pairs pyarrow writes for a table of schema ``declared``:
+    # its metadata and the schema itself, which readers take the column types from
+    with pq.ParquetWriter(
+        where, table.schema.remove_metadata(), store_schema=False, **options
+    ) as writer:
+        writer.write_table(table, row_group_size=row_group_size)
+        writer.add_key_value_metadata(
+            {**(declared.metadata or {}), ARROW_SCHEMA_KEY: base64.b64encode(declared.serialize())}
+        )
 
 
 def write_encoded(store: Store, key: str, data: pa.Buffer) -> int:

@@ -241,3 +241,33 @@ def test_merge_into_a_plateau_dataset_and_plateau_reads_it(tmp_path, fmt: str) -
     )
     sel = plateau.read_table("ds", f"hfs://{url}", predicates=[[("s", "==", "new-s")]])
     assert sorted(sel["i64"]) == sorted([df["i64"].iloc[1], 123])
+
+
+def test_plateau_reads_a_large_write_with_encoded_strings(tmp_path) -> None:
+    """A write large enough that its files' low-cardinality strings reach the Parquet
+    writer still encoded (kartoframe.format.file_rows): plateau reads them as strings,
+    and as categoricals of only the values each file holds.
+    """
+    n = 40_000
+    rng = np.random.default_rng(3)
+    channel = np.array(["store", "web", "app", "ü€"], dtype=object)[rng.integers(0, 4, n)]
+    channel[rng.random(n) < 0.05] = None
+    p = rng.integers(0, 3, n)
+    channel[(p == 2) & (channel == "web")] = "app"  # partition 2 holds no "web"
+    df = pd.DataFrame({"p": p, "channel": channel, "i": np.arange(n)})
+    url = f"{tmp_path}/store"
+    kf.store_dataframes_as_dataset(
+        store=url, dataset_uuid="ds", dfs=[df], partition_on=["p"], secondary_indices=["channel"]
+    )
+    got = plateau.read_table("ds", f"hfs://{url}").sort_values("i").reset_index(drop=True)
+
+    def values(s: pd.Series) -> list:
+        return s.astype(object).where(s.notna(), None).tolist()
+
+    assert values(got["channel"]) == values(df["channel"])
+    part = plateau.read_table(
+        "ds", f"hfs://{url}", predicates=[[("p", "==", 2)]], categoricals=["channel"]
+    )
+    assert sorted(part["channel"].cat.categories) == ["app", "store", "ü€"]
+    sel = plateau.read_table("ds", f"hfs://{url}", predicates=[[("channel", "==", "ü€")]])
+    assert sorted(sel["i"]) == df.loc[df["channel"] == "ü€", "i"].tolist()
