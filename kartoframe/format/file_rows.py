@@ -3,42 +3,36 @@
 A large write gathers each file's rows from a source whose low-cardinality string
 columns are dictionary-encoded (:mod:`kartoframe.plan.partition_plan`). Decoding them to
 strings before writing, only for the Parquet writer to hash every value back into a
-dictionary, was 8 % of the single-threaded encoding of the 5M-row, 200-file sales write.
-:func:`encoded_file_rows` hands such columns to the writer encoded, each with a
-dictionary of only the entries its file uses, in the order the file first uses them:
-the order in which the writer's own encoder would have met them. The Parquet bytes are
-those of the decoded strings (dictionary page, data pages, statistics); the file's
-Arrow schema, written by :func:`kartoframe.storage.parquet.write_table` from the
-declared schema this returns, says ``string`` as before, so every reader gets strings.
+dictionary, costs the decode, a cast and the hashing. :class:`EncodedFileRows` hands
+such columns to the writer encoded, each file's dictionary cut to the entries the file
+uses, numbered in the order the file first uses them: the order in which the writer's
+own encoder would have met them. The Parquet bytes are those of the decoded strings
+(dictionary page, data pages, statistics); the file's Arrow schema, written by
+:func:`kartoframe.storage.parquet.write_table` from :attr:`EncodedFileRows.declared`,
+says ``string`` as before, so every reader gets strings.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kartoframe.format.convert import storage_table, storage_type
+from kartoframe.format.convert import storage_type
 
-__all__ = ["compact_dictionary", "encoded_file_rows"]
+__all__ = ["EncodedFileRows", "compact_dictionary", "encoded_file_rows"]
 
 #: The bytes of values a string array's 32-bit offsets can address.
 _MAX_STRING_BYTES = 2**31 - 1
 
 
-def compact_dictionary(
-    column: pa.ChunkedArray | pa.Array, value_type: pa.DataType
-) -> pa.DictionaryArray:
-    """``column`` (dictionary-encoded) with a dictionary of only the entries its rows
-    use, numbered in the order the rows first use them, its values cast to
-    ``value_type``; nulls stay null.
+def compact_dictionary(array: pa.DictionaryArray, value_type: pa.DataType) -> pa.DictionaryArray:
+    """``array`` with a dictionary of only the entries its rows use, numbered in the
+    order the rows first use them, its values cast to ``value_type``; nulls stay null.
     """
-    if isinstance(column, pa.ChunkedArray):
-        array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-    else:
-        array = column
     indices = array.indices
     used = pc.unique(indices)  # in order of first use
     if used.null_count:
@@ -49,66 +43,90 @@ def compact_dictionary(
     return pa.DictionaryArray.from_arrays(codes, array.dictionary.take(used).cast(value_type))
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class EncodedFileRows:
+    """How the files of one chunk are handed to the writer (see :func:`encoded_file_rows`).
+
+    ``encoded`` are the columns that stay dictionary-encoded, ``cast_to`` the stored
+    types of the others, ``declared`` every file's Arrow schema, ``max_rows`` the rows
+    of a row group.
+    """
+
+    names: tuple[str, ...]
+    encoded: frozenset[str]
+    cast_to: pa.Schema
+    declared: pa.Schema
+    max_rows: int
+
+    def rows(self, gathered: pa.Table) -> pa.Table | None:
+        """One file's rows as the writer takes them (``gathered`` from the chunk's gather
+        source), or None: write the decoded rows instead (a file of several row groups,
+        or a value the stored types refuse, whose error the plain path raises).
+        """
+        if not 0 < gathered.num_rows <= self.max_rows:
+            return None
+        others = [n for n in self.names if n not in self.encoded]
+        try:
+            plain = gathered.select(others).cast(self.cast_to)
+        except pa.ArrowException:
+            return None
+        columns = []
+        at = 0
+        for name in self.names:
+            if name in self.encoded:
+                column = gathered.column(name)
+                array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+                columns.append(compact_dictionary(array, pa.string()))
+            else:
+                columns.append(plain.column(at))
+                at += 1
+        return pa.Table.from_arrays(columns, names=list(self.names))
+
+
 def encoded_file_rows(
-    gathered: pa.Table,
+    source: pa.Table,
     body: pa.Schema,
     encode: Collection[str],
     *,
     row_group_rows: int,
+    max_file_rows: int,
     dictionary_page_limit: int,
-) -> tuple[pa.Table, pa.Schema] | None:
-    """The rows of one data file as the writer takes them, and the file's declared schema.
+) -> EncodedFileRows | None:
+    """How a chunk's files keep their low-cardinality strings encoded, or None (decode).
 
-    ``gathered`` holds the file's rows as gathered (string columns of ``body`` possibly
-    dictionary-encoded), ``encode`` the columns the writer dictionary-encodes. A string
-    column of ``body`` that ``gathered`` holds encoded stays encoded (see
-    :func:`compact_dictionary`) when it is in ``encode``, the file is one row group
-    (at most ``row_group_rows`` rows: one dictionary per row group), and its dictionary
-    stays below ``dictionary_page_limit`` bytes (the writer then never falls back to
-    plain pages, with either input). Every other column is decoded and cast as
-    :func:`~kartoframe.format.convert.storage_table` casts it.
-
-    Returns None when no column stays encoded: write ``storage_table`` of the decoded
-    rows as before.
+    ``source`` is the chunk's gather source (``body``'s rows, low-cardinality string
+    columns dictionary-encoded in one chunk), ``encode`` the columns the writer
+    dictionary-encodes, ``max_file_rows`` the rows of the chunk's largest file. A string
+    column stays encoded when it is in ``encode`` and ``source`` holds it encoded, and
+    its whole dictionary (so each file's) is under ``dictionary_page_limit`` bytes: the
+    writer then never falls back to plain pages, with either input; and no file's
+    strings could outgrow 32-bit offsets. Files must be of one row group (at most
+    ``row_group_rows`` rows: one dictionary per row group); fields with metadata are
+    written as before.
     """
-    if gathered.num_rows == 0 or gathered.num_rows > row_group_rows:
+    if any(f.metadata for f in body) or source.num_rows == 0:
         return None
-    if any(f.metadata for f in body):
-        return None  # kept as written by the plain path (field metadata and all)
-    kept: dict[str, pa.DictionaryArray] = {}
+    encoded = set()
     for name in encode:
-        if name not in body.names or name not in gathered.column_names:
+        if name not in body.names or name not in source.column_names:
             continue
         t = body.field(name).type
-        col = gathered.column(name)
-        if not pa.types.is_dictionary(col.type) or not (
-            pa.types.is_string(t) or pa.types.is_large_string(t)
-        ):
+        column = source.column(name)
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
             continue
-        compact = compact_dictionary(col, storage_type(t))
-        entries = compact.dictionary
-        if entries.nbytes >= dictionary_page_limit:
+        if not pa.types.is_dictionary(column.type) or column.num_chunks != 1:
+            continue
+        entries = column.chunk(0).dictionary
+        if entries.null_count or entries.nbytes >= dictionary_page_limit:
             continue
         longest = pc.max(pc.binary_length(entries)).as_py() or 0
-        if longest * gathered.num_rows > _MAX_STRING_BYTES:
-            continue  # the decoded strings could need large offsets: as before
-        kept[name] = compact
-        kept[name] = compact
-    if not kept:
+        if longest * max_file_rows > _MAX_STRING_BYTES:
+            continue
+        encoded.add(name)
+    if not encoded:
         return None
-    others = [n for n in gathered.column_names if n not in kept]
-    plain = gathered.select(others)
-    plain = storage_table(
-        plain.cast(pa.schema([body.field(n) for n in others], metadata=plain.schema.metadata))
-    )
-    columns = []
-    fields = []
-    for name in gathered.column_names:
-        if name in kept:
-            columns.append(kept[name])
-            fields.append(pa.field(name, kept[name].type.value_type, body.field(name).nullable))
-        else:
-            columns.append(plain.column(name))
-            fields.append(plain.schema.field(name))
-    rows = pa.Table.from_arrays(columns, names=gathered.column_names)
-    return rows, pa.schema(fields, metadata=gathered.schema.metadata)
+    names = tuple(body.names)
+    fields = [pa.field(f.name, storage_type(f.type), f.nullable) for f in body]
+    declared = pa.schema(fields, metadata=body.metadata)
+    cast_to = pa.schema([f for f in fields if f.name not in encoded])
+    return EncodedFileRows(names, frozenset(encoded), cast_to, declared, row_group_rows)

@@ -15,6 +15,7 @@ import pytest
 
 import kartoframe as kf
 import kartoframe.execution.chunks as chunks
+from kartoframe.format.file_rows import EncodedFileRows
 from kartoframe.plan.partition_plan import PARALLEL_PLAN_ROWS
 
 ROWS = 40_000  # above the size whose gather source dictionary-encodes strings
@@ -69,14 +70,14 @@ def test_the_files_are_those_of_the_decoded_strings(
 ) -> None:
     df = _frame(rows)
     calls: list[object] = []
-    real = chunks.encoded_file_rows
+    real = EncodedFileRows.rows
 
-    def counted(*a, **k):
-        out = real(*a, **k)
+    def counted(self: EncodedFileRows, gathered: pa.Table) -> pa.Table | None:
+        out = real(self, gathered)
         calls.append(out)
         return out
 
-    monkeypatch.setattr(chunks, "encoded_file_rows", counted)
+    monkeypatch.setattr(EncodedFileRows, "rows", counted)
     _write(tmp_path / "encoded", df)
     assert len(calls) == 3 and all(c is not None for c in calls)  # the path was taken
     monkeypatch.setattr(chunks, "encoded_file_rows", lambda *a, **k: None)

@@ -14,35 +14,45 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kartoframe.format.convert import storage_table
-from kartoframe.format.file_rows import compact_dictionary, encoded_file_rows
+from kartoframe.format.file_rows import EncodedFileRows, compact_dictionary, encoded_file_rows
 from kartoframe.storage.parquet import DICTIONARY_PAGE_LIMIT, encode_table
 
 PANDAS = {b"pandas": b'{"columns": []}'}
 
 
-def _gathered(values: list[str | None], order: np.ndarray, *, large: bool = True) -> pa.Table:
-    """A file's rows as a write gathers them: ``values`` dictionary-encoded over a whole
-    body (the dictionary in the body's order of first use), then taken at ``order``.
+def _source(values: list[str | None], *, large: bool = True) -> pa.Table:
+    """A chunk's gather source: ``values`` dictionary-encoded over the whole body (the
+    dictionary in the body's order of first use) beside two other columns.
     """
     t = pa.large_string() if large else pa.string()
-    body = pa.array(values, t)
-    encoded = pc.dictionary_encode(body)
-    n = len(order)
+    n = len(values)
     return pa.table(
         {
-            "s": encoded.take(pa.array(order)),
+            "s": pc.dictionary_encode(pa.array(values, t)),
             "i": pa.array(np.arange(n, dtype=np.int64)),
             "ts": pa.array((np.arange(n) * 1000).astype("datetime64[ns]")),
         }
     ).replace_schema_metadata(PANDAS)
 
 
-def _body(gathered: pa.Table, large: bool = True) -> pa.Schema:
+def _body(source: pa.Table, large: bool = True) -> pa.Schema:
     t = pa.large_string() if large else pa.string()
     return pa.schema(
         [pa.field("s", t), pa.field("i", pa.int64()), pa.field("ts", pa.timestamp("ns"))],
-        metadata=gathered.schema.metadata,
+        metadata=source.schema.metadata,
     )
+
+
+def _plan(
+    source: pa.Table, body: pa.Schema, encode: list[str], **kw: int
+) -> EncodedFileRows | None:
+    options = {
+        "row_group_rows": 1 << 20,
+        "max_file_rows": source.num_rows,
+        "dictionary_page_limit": DICTIONARY_PAGE_LIMIT,
+    }
+    options.update(kw)
+    return encoded_file_rows(source, body, encode, **options)
 
 
 def _decoded(gathered: pa.Table, body: pa.Schema) -> pa.Table:
@@ -58,21 +68,20 @@ def _parts(data: pa.Buffer) -> tuple[bytes, dict, dict]:
     return raw[: len(raw) - 8 - footer], dict(md.metadata), {"groups": groups}
 
 
-def _assert_same_file(gathered: pa.Table, body: pa.Schema, encode: list[str]) -> None:
-    out = encoded_file_rows(
-        gathered,
-        body,
-        encode,
-        row_group_rows=1 << 20,
-        dictionary_page_limit=DICTIONARY_PAGE_LIMIT,
-    )
-    assert out is not None
-    rows, declared = out
+def _assert_same_file(
+    source: pa.Table, order: np.ndarray, encode: list[str], large: bool = True
+) -> None:
+    body = _body(source, large)
+    how = _plan(source, body, encode)
+    assert how is not None and how.encoded == {"s"}
+    gathered = source.take(pa.array(order, pa.int64()))
+    rows = how.rows(gathered)
+    assert rows is not None
     assert pa.types.is_dictionary(rows.schema.field("s").type)
     plain = _decoded(gathered, body)
-    assert declared == plain.schema
-    assert declared.metadata == plain.schema.metadata
-    ours = encode_table(rows, "snappy", None, encode, declared)
+    assert how.declared == plain.schema
+    assert how.declared.metadata == plain.schema.metadata
+    ours = encode_table(rows, "snappy", None, encode, how.declared)
     theirs = encode_table(plain, "snappy", None, encode)
     assert _parts(ours) == _parts(theirs)
     back = pq.read_table(pa.BufferReader(ours))
@@ -85,17 +94,17 @@ def test_a_file_using_some_entries_in_another_order_is_the_decoded_strings_file(
     values = ["zeta", "alpha", None, "mü", "", "beta", "alpha"] * 50
     # first uses: 'beta', 'mü', 'alpha', None, 'zeta', '' (not the body's order)
     order = np.array([5, 3, 3, 1, 2, 0, 5, 1, 4, 4, 2, 1, 6] * 40)
-    _assert_same_file(_gathered(values, order), _body(_gathered(values, order)), ["s", "i"])
+    _assert_same_file(_source(values), order, ["s", "i"])
 
 
 def test_the_file_declares_strings_and_readers_get_strings() -> None:
     values = ["a", "b", "c"] * 10
-    g = _gathered(values, np.arange(30)[::-1].copy())
-    rows, declared = encoded_file_rows(
-        g, _body(g), ["s"], row_group_rows=1 << 20, dictionary_page_limit=DICTIONARY_PAGE_LIMIT
-    ) or (None, None)
-    assert rows is not None and declared is not None
-    data = encode_table(rows, "snappy", None, ["s"], declared)
+    source = _source(values)
+    how = _plan(source, _body(source), ["s"])
+    assert how is not None
+    rows = how.rows(source.take(pa.array(np.arange(30)[::-1].copy())))
+    assert rows is not None
+    data = encode_table(rows, "snappy", None, ["s"], how.declared)
     pf = pq.ParquetFile(pa.BufferReader(data))
     assert pf.schema_arrow.field("s").type == pa.string()
     assert pf.schema_arrow.field("ts").type == pa.timestamp("us")
@@ -118,15 +127,14 @@ def test_any_strings_and_nulls_give_the_decoded_strings_file(
     values: list[str | None], picks: list[int], large: bool
 ) -> None:
     order = np.array([p % len(values) for p in picks])
-    g = _gathered(values, order, large=large)
-    _assert_same_file(g, _body(g, large), ["s", "i", "ts"])
+    _assert_same_file(_source(values, large=large), order, ["s", "i", "ts"], large)
 
 
 def test_compact_dictionary_keeps_used_entries_in_order_of_first_use() -> None:
     arr = pa.DictionaryArray.from_arrays(
         pa.array([3, None, 1, 3, 1], pa.int32()), pa.array(["a", "b", "c", "d"], pa.large_string())
     )
-    out = compact_dictionary(pa.chunked_array([arr]), pa.string())
+    out = compact_dictionary(arr, pa.string())
     assert out.dictionary.to_pylist() == ["d", "b"]
     assert out.dictionary.type == pa.string()
     assert out.indices.to_pylist() == [0, None, 1, 0, 1]
@@ -135,31 +143,40 @@ def test_compact_dictionary_keeps_used_entries_in_order_of_first_use() -> None:
 
 @pytest.mark.parametrize(
     "case",
-    ["not in encode", "two row groups", "dictionary over the page limit", "field metadata"],
+    [
+        "not in encode",
+        "dictionary over the page limit",
+        "strings that could outgrow 32-bit offsets",
+        "field metadata",
+        "stored as a categorical",
+        "plain strings in the source",
+    ],
 )
-def test_files_the_writer_could_write_otherwise_are_decoded(case: str) -> None:
-    values = ["a", "b", "c"] * 10
-    g = _gathered(values, np.arange(30))
-    body = _body(g)
-    encode, rows, limit = ["s"], 1 << 20, DICTIONARY_PAGE_LIMIT
+def test_chunks_the_writer_could_write_otherwise_are_decoded(case: str) -> None:
+    source = _source(["a", "b", "c"] * 10)
+    body = _body(source)
+    encode, kw = ["s"], {}
     if case == "not in encode":
         encode = ["i"]
-    elif case == "two row groups":
-        rows = 29
     elif case == "dictionary over the page limit":
-        limit = 16
-    else:
+        kw = {"dictionary_page_limit": 16}
+    elif case == "strings that could outgrow 32-bit offsets":
+        kw = {"max_file_rows": 2**31}  # one-byte strings
+    elif case == "field metadata":
         body = body.set(0, body.field("s").with_metadata({b"k": b"v"}))
-    assert (
-        encoded_file_rows(g, body, encode, row_group_rows=rows, dictionary_page_limit=limit) is None
-    )
+    elif case == "stored as a categorical":  # dictionary-typed in the body: as before
+        body = body.set(0, pa.field("s", source.schema.field("s").type))
+    else:
+        source = source.set_column(0, "s", source.column("s").cast(pa.large_string()))
+    assert _plan(source, body, encode, **kw) is None
 
 
-def test_columns_stored_as_categoricals_are_left_as_they_are() -> None:
-    # a categorical of the input is dictionary-typed in the body: written as before
-    g = _gathered(["a", "b"] * 5, np.arange(10))
-    body = _body(g).set(0, pa.field("s", g.schema.field("s").type))
-    assert (
-        encoded_file_rows(g, body, ["s"], row_group_rows=1 << 20, dictionary_page_limit=1 << 20)
-        is None
-    )
+def test_files_of_several_row_groups_or_refused_values_are_decoded() -> None:
+    source = _source(["a", "b", "c"] * 10)
+    how = _plan(source, _body(source), ["s"], row_group_rows=29)
+    assert how is not None
+    assert how.rows(source) is None  # 30 rows: two row groups
+    assert how.rows(source.slice(0, 29)) is not None
+    # a nanosecond the stored microseconds cannot hold: the plain path raises the error
+    odd = source.set_column(2, "ts", pa.array(np.arange(30).astype("datetime64[ns]")))
+    assert how.rows(odd.slice(0, 29)) is None
