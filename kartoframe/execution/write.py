@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -35,10 +36,13 @@ from kartoframe.format.commit_args import NO_COMMIT_OPTIONS, CommitOptions, chec
 from kartoframe.format.dataset import LoadedDataset
 from kartoframe.format.fold import fold
 from kartoframe.format.header import DatasetHeader
+from kartoframe.format.index_group import IndexSource
 from kartoframe.format.schema import SchemaEvolution, schema_to_bytes
 from kartoframe.format.statistics import StatisticsRef
 from kartoframe.plan.commit_plan import (
+    CommitPlan,
     CommitShape,
+    StatisticsStep,
     header_changes,
     index_tables,
     merged_statistics,
@@ -291,36 +295,72 @@ def _commit(
     """
     plan = plan_commit(dataset_uuid, chunks, base, shape)
     loaded = load_indices(store, base, plan.load_indices) if base is not None else None
-    refs: dict[str, str] = {}
-    for col, table in index_tables(plan, loaded.indices if loaded is not None else {}).items():
-        if isinstance(table, str):
-            refs[col] = table
-            continue
+    tables = index_tables(plan, loaded.indices if loaded is not None else {})
+    refs = {col: table for col, table in tables.items() if isinstance(table, str)}
+    new = {col: table for col, table in tables.items() if not isinstance(table, str)}
+    step = statistics_step(plan)
+    if not new or step.action in ("keep", "drop"):
+        refs.update(_write_index_files(store, dataset_uuid, new, keys_written))
+        stats = _write_statistics(store, dataset_uuid, base, plan, step, keys_written)
+    else:
+        # the index files are written on a thread while the statistics are merged and
+        # written (both encode Parquet, which releases the GIL; on an object store both
+        # wait on uploads). Either failing still records every key written before.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kf-index-files") as side:
+            indexing = side.submit(_write_index_files, store, dataset_uuid, new, keys_written)
+            stats = _write_statistics(store, dataset_uuid, base, plan, step, keys_written)
+            refs.update(indexing.result())
+    now = dt.datetime.now(dt.UTC).isoformat()
+    header = fold(base, header_changes(plan, refs, stats), now=now)
+    return header, plan.schema, schema_to_bytes(plan.schema) if plan.schema_changed else None
+
+
+def _write_index_files(
+    store: Store,
+    dataset_uuid: str,
+    tables: Mapping[str, pa.Table | IndexSource],
+    keys_written: list[str],
+) -> dict[str, str]:
+    """Write each new index as an index file; return their keys (also appended to
+    ``keys_written`` as each file exists).
+    """
+    refs = {}
+    for col, table in tables.items():
         refs[col] = write_index_file(store, dataset_uuid, col, table)
         keys_written.append(refs[col])
-    step = statistics_step(plan)
-    stats: StatisticsRef | Literal["keep"] | None = "keep" if step.action == "keep" else None
+    return refs
+
+
+def _write_statistics(
+    store: Store,
+    dataset_uuid: str,
+    base: LoadedDataset | None,
+    plan: CommitPlan,
+    step: StatisticsStep,
+    keys_written: list[str],
+) -> StatisticsRef | Literal["keep"] | None:
+    """Carry out the commit's statistics step; return the new header's reference (a
+    written file's key is appended to ``keys_written``).
+    """
     if step.action == "merge":
         # only the rows of the base's files the new header keeps (an optimize or a large
         # replacement keeps few: the others' bloom filters are never decoded)
         old = kept_statistics(store, base, plan.partitions) if step.read_base else None
         merged = merged_statistics(plan, step, old)
-        if merged is not None:
-            key = write_statistics_file(store, dataset_uuid, merged)
-            keys_written.append(key)
-            stats = StatisticsRef(key, partitions=merged.num_rows, bloom_filter_columns=step.blooms)
-    elif step.action == "append":
+        if merged is None:
+            return None
+        key = write_statistics_file(store, dataset_uuid, merged)
+        keys_written.append(key)
+        return StatisticsRef(key, partitions=merged.num_rows, bloom_filter_columns=step.blooms)
+    if step.action == "append":
         ref = step.base_ref
         assert ref is not None
         delta = merged_statistics(plan, step, None)
-        if delta is not None and delta.num_rows:
-            key = write_statistics_file(store, dataset_uuid, delta)
-            keys_written.append(key)
-            stats = dataclasses.replace(
-                ref, partitions=ref.partitions + delta.num_rows, deltas=(*ref.deltas, key)
-            )
-        else:  # no row for a partition of the new header: nothing to add
-            stats = "keep"
-    now = dt.datetime.now(dt.UTC).isoformat()
-    header = fold(base, header_changes(plan, refs, stats), now=now)
-    return header, plan.schema, schema_to_bytes(plan.schema) if plan.schema_changed else None
+        if delta is None or not delta.num_rows:
+            return "keep"  # no row for a partition of the new header: nothing to add
+        key = write_statistics_file(store, dataset_uuid, delta)
+        keys_written.append(key)
+        return dataclasses.replace(
+            ref, partitions=ref.partitions + delta.num_rows, deltas=(*ref.deltas, key)
+        )
+    return "keep" if step.action == "keep" else None
