@@ -135,9 +135,10 @@ SMALL_TASKS_IN_FLIGHT = 8
 
 
 #: Threads writing one chunk's files into a local folder: one per core. More only took
-#: turns on the cores: the 5M-row, 200-file write was 15-105 ms faster (and used 34-166
-#: ms less CPU) with 2 threads than with 4 on 2 cores (three runs, alternating in one
-#: process). Object stores keep ``max_workers`` (their writes wait on the network).
+#: turns on the cores: on 2 cores the 5M-row, 200-file write with 2 threads against 4
+#: used 12-166 ms less CPU in five runs alternating in one process, and was 15-105 ms
+#: faster in four of them (27 ms slower in one). Object stores keep ``max_workers``
+#: (their writes wait on the network).
 LOCAL_WRITE_THREADS = max(1, os.cpu_count() or 1)
 
 
