@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
-import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -134,12 +133,8 @@ SMALL_FILES_PER_TASK = 16
 SMALL_TASKS_IN_FLIGHT = 8
 
 
-#: Threads writing one chunk's files into a local folder: one per core. More only took
-#: turns on the cores: on 2 cores the 5M-row, 200-file write with 2 threads against 4
-#: used 12-166 ms less CPU in five runs alternating in one process, and was 15-105 ms
-#: faster in four of them (27 ms slower in one). Object stores keep ``max_workers``
-#: (their writes wait on the network).
-LOCAL_WRITE_THREADS = max(1, os.cpu_count() or 1)
+#: Threads writing one chunk's files, unless the engine says otherwise.
+DEFAULT_WRITE_THREADS = 4
 
 
 def _write_all(store: Store, files: Sequence[tuple[str, pa.Buffer]]) -> None:
@@ -158,7 +153,7 @@ def write_chunk(
     serializer: DataSerializer | None = None,
     sort_partitions_by: Sequence[str] = (),
     origin: str = "",
-    max_workers: int = 4,
+    max_workers: int = DEFAULT_WRITE_THREADS,
     file_uuid: str | None = None,
     statistics: bool = True,
     bloom_filter_columns: Sequence[str] = (),
@@ -294,7 +289,7 @@ def write_chunk(
 
     results: list[tuple[WrittenPartition, SliceStatistics | None]] = []
     entries: dict[str, list[FilePairs]] | None = None
-    threads = _writer_threads(store, max_workers, len(plan))
+    threads = min(max_workers, len(plan))
     try:
         small = parquet is not None and plan.body.nbytes <= SMALL_FILE_BYTES * len(plan)
         if threads > 1:
@@ -321,17 +316,6 @@ def write_chunk(
     if written and candidates is not None and all(st is not None for st in parts):
         written = _with_statistics(written, assemble_statistics(parts))  # type: ignore[arg-type]
     return ChunkResult(tuple(written), schema, origin)
-
-
-def _writer_threads(store: Store, max_workers: int, files: int) -> int:
-    """Threads writing a chunk's files: at most ``max_workers`` and one a file, and on a
-    local folder, where a file's writing is the CPU's work, at most
-    :data:`LOCAL_WRITE_THREADS`.
-    """
-    threads = min(max_workers, files)
-    if store.is_local:
-        threads = min(threads, LOCAL_WRITE_THREADS)
-    return threads
 
 
 def _index_entries(plan: PartitionPlan, index_columns: Sequence[str]) -> dict[str, list[FilePairs]]:

@@ -10,6 +10,7 @@ the partitions a ``delete_scope`` removes (loading the indices it needs).
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +18,12 @@ import pandas as pd
 import pyarrow as pa
 
 from kartoframe.errors import EmptyInputError, InvalidInputError, InvalidTypeError
-from kartoframe.execution.chunks import DataSerializer, delete_files, write_chunk
+from kartoframe.execution.chunks import (
+    DEFAULT_WRITE_THREADS,
+    DataSerializer,
+    delete_files,
+    write_chunk,
+)
 from kartoframe.execution.write import commit_resolved, commit_write
 from kartoframe.format.commit_args import CommitOptions
 from kartoframe.format.convert import frame_to_table
@@ -203,8 +209,24 @@ def write_partition(
         sort_partitions_by=sort_partitions_by,
         origin=origin,
         bloom_filter_columns=bloom_columns_of(target.base),
+        max_workers=eager_write_threads(st),
         **target.chunk_arguments(),
     )
+
+
+#: Threads the eager engine writes a chunk's files with into a local folder: one per
+#: core (the write is the process's work, and a file's encoding its CPU's). On 2 cores
+#: the 5M-row, 200-file write with 2 threads against 4 used 12-166 ms less CPU in five
+#: runs alternating in one process, and was 15-105 ms faster in four of them (27 ms
+#: slower in one). The chunk kernel's default of 4 stays for object stores (their writes
+#: wait on the network) and for Spark's executors, whose writes were 35 % slower with 2
+#: (``spark_compare.py``: 4.29 s against 3.14 s without repartitioning).
+LOCAL_WRITE_THREADS = max(1, os.cpu_count() or 1)
+
+
+def eager_write_threads(store: Store) -> int:
+    """Threads the eager engine writes a chunk's files with (see :data:`LOCAL_WRITE_THREADS`)."""
+    return LOCAL_WRITE_THREADS if store.is_local else DEFAULT_WRITE_THREADS
 
 
 def commit_partitions(
