@@ -47,9 +47,9 @@ def compact_dictionary(array: pa.DictionaryArray, value_type: pa.DataType) -> pa
 class EncodedFileRows:
     """How the files of one chunk are handed to the writer (see :func:`encoded_file_rows`).
 
-    ``encoded`` are the columns that stay dictionary-encoded, ``cast_to`` the stored
-    types of the others, ``declared`` every file's Arrow schema, ``max_rows`` the rows
-    of a row group.
+    ``encoded`` are the columns that stay dictionary-encoded, ``cast_to`` the others
+    with their stored types, ``declared`` every file's Arrow schema (the encoded
+    columns' value types), ``max_rows`` the rows of a row group.
     """
 
     names: tuple[str, ...]
@@ -65,21 +65,18 @@ class EncodedFileRows:
         """
         if not 0 < gathered.num_rows <= self.max_rows:
             return None
-        others = [n for n in self.names if n not in self.encoded]
         try:
-            plain = gathered.select(others).cast(self.cast_to)
+            plain = gathered.select(self.cast_to.names).cast(self.cast_to)
         except pa.ArrowException:
             return None
         columns = []
-        at = 0
         for name in self.names:
             if name in self.encoded:
                 column = gathered.column(name)
                 array = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
-                columns.append(compact_dictionary(array, pa.string()))
+                columns.append(compact_dictionary(array, self.declared.field(name).type))
             else:
-                columns.append(plain.column(at))
-                at += 1
+                columns.append(plain.column(name))
         return pa.Table.from_arrays(columns, names=list(self.names))
 
 
