@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from parquet_files import footer_parts
 
 import kartoframe as kf
 import kartoframe.execution.chunks as chunks
@@ -46,13 +47,6 @@ def _files(root: Path) -> dict[str, bytes]:
     }
 
 
-def _body_and_footer(raw: bytes) -> tuple[bytes, dict, list]:
-    footer = int.from_bytes(raw[-8:-4], "little")
-    md = pq.ParquetFile(io.BytesIO(raw)).metadata
-    groups = [md.row_group(i).to_dict() for i in range(md.num_row_groups)]
-    return raw[: len(raw) - 8 - footer], dict(md.metadata), groups
-
-
 def _write(root: Path, df: pd.DataFrame, **kw) -> None:
     kf.store_dataframes_as_dataset(
         store=str(root),
@@ -85,7 +79,7 @@ def test_the_files_are_those_of_the_decoded_strings(
     ours, theirs = _files(tmp_path / "encoded"), _files(tmp_path / "decoded")
     assert sorted(ours) == sorted(theirs) == ["p=x", "p=y", "p=z"]
     for part in ours:
-        assert _body_and_footer(ours[part]) == _body_and_footer(theirs[part])
+        assert footer_parts(ours[part]) == footer_parts(theirs[part])
         schema = pq.read_schema(io.BytesIO(ours[part]))
         assert schema.field("channel").type == pa.string()
     back = kf.read_table("ds", str(tmp_path / "encoded"))

@@ -3,8 +3,6 @@ the same file as the decoded strings give (format.file_rows, storage.parquet).""
 
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -12,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from parquet_files import footer_parts
 
 from kartoframe.format.convert import storage_table
 from kartoframe.format.file_rows import EncodedFileRows, compact_dictionary, encoded_file_rows
@@ -59,15 +58,6 @@ def _decoded(gathered: pa.Table, body: pa.Schema) -> pa.Table:
     return storage_table(gathered.cast(body))
 
 
-def _parts(data: pa.Buffer) -> tuple[bytes, dict, dict]:
-    """The bytes before the footer, the footer's key-value pairs, its row groups."""
-    raw = data.to_pybytes()
-    footer = int.from_bytes(raw[-8:-4], "little")
-    md = pq.ParquetFile(io.BytesIO(raw)).metadata
-    groups = [md.row_group(i).to_dict() for i in range(md.num_row_groups)]
-    return raw[: len(raw) - 8 - footer], dict(md.metadata), {"groups": groups}
-
-
 def _assert_same_file(
     source: pa.Table, order: np.ndarray, encode: list[str], large: bool = True
 ) -> None:
@@ -83,7 +73,7 @@ def _assert_same_file(
     assert how.declared.metadata == plain.schema.metadata
     ours = encode_table(rows, "snappy", None, encode, how.declared)
     theirs = encode_table(plain, "snappy", None, encode)
-    assert _parts(ours) == _parts(theirs)
+    assert footer_parts(ours.to_pybytes()) == footer_parts(theirs.to_pybytes())
     back = pq.read_table(pa.BufferReader(ours))
     assert back.schema == plain.schema
     assert back.schema.metadata == plain.schema.metadata
