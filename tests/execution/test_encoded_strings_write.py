@@ -105,3 +105,27 @@ def test_sorted_files_are_decoded_first(tmp_path: Path, monkeypatch: pytest.Monk
     assert calls == []
     back = kf.read_table("ds", str(tmp_path), predicates=[[("p", "==", "x")]])
     assert back["channel"].dropna().is_monotonic_increasing
+
+
+def test_nanoseconds_the_files_cannot_hold_are_refused_and_nothing_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that takes the encoded-strings path and holds a timestamp that is not a
+    whole microsecond goes down the plain path, which refuses it with the usual error."""
+    calls: list[object] = []
+    real = EncodedFileRows.rows
+
+    def counted(self: EncodedFileRows, gathered: pa.Table) -> pa.Table | None:
+        out = real(self, gathered)
+        calls.append(out)
+        return out
+
+    monkeypatch.setattr(EncodedFileRows, "rows", counted)
+    df = _frame()
+    # the last row only: the rows that decide the chunk's encoding come first, and pass
+    df["t"] = df["t"].astype("datetime64[ns]")
+    df.loc[len(df) - 1, "t"] += pd.Timedelta(nanoseconds=1)
+    with pytest.raises(kf.SchemaError, match="not whole"):
+        _write(tmp_path, df)
+    assert None in calls  # the path was asked for that file, and declined it
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []  # no file left behind
