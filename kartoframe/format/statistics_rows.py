@@ -3,7 +3,7 @@
 A header's statistics are its reference's files (base, then deltas; see
 :class:`kartoframe.format.statistics.StatisticsRef`): :func:`live_statistics` picks the
 rows readers use, :func:`groups_holding` the row groups of a file that can hold the rows
-of given labels.
+of given labels, :func:`rows_of` the row describing each of a read's files.
 """
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import bisect
 from collections.abc import Iterable, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from kartoframe.format.header_partitions import PatchedPartitions
 
-__all__ = ["groups_holding", "kept_rows", "live_statistics"]
+__all__ = ["groups_holding", "kept_rows", "live_statistics", "rows_of"]
 
 
 def live_statistics(tables: Sequence[pa.Table], partitions: Mapping[str, str]) -> pa.Table:
@@ -49,6 +50,27 @@ def _live_rows(table: pa.Table, partitions: Mapping[str, str]) -> list[tuple[int
         (i, lb)
         for i, (lb, k) in enumerate(zip(labels, keys, strict=True))
         if partitions.get(lb) == k
+    ]
+
+
+def rows_of(
+    statistics: pa.Table, labels: Sequence[str], keys: Sequence[str | None]
+) -> list[int | None]:
+    """The row of ``statistics`` describing each file: the first row with its label,
+    if that row's data file key is the file's ``keys`` entry (None: not described, or
+    described for another data file). Live statistics hold one row a label.
+
+    One hashed lookup of the labels in Arrow: a read keeping 249 of 10,000 files looks
+    them up without converting the 10,000 labels and keys to Python.
+    """
+    if statistics.num_rows == 0 or not labels:
+        return [None] * len(labels)
+    value_set = statistics.column("label").combine_chunks()
+    at = pc.index_in(pa.array(labels, type=value_set.type), value_set=value_set)
+    found = statistics.column("key").take(at).to_pylist()
+    return [
+        i if i is not None and k is not None and k == want else None
+        for i, k, want in zip(at.to_pylist(), found, keys, strict=True)
     ]
 
 

@@ -24,13 +24,14 @@ null in it; otherwise every frame keeps the numpy dtype (the fast default).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
 
 from kartoframe.format.convert import declares_missing_values
 from kartoframe.format.schema import pandas_metadata
+from kartoframe.format.statistics_rows import rows_of
 from kartoframe.plan.file_part import FilePart
 
 __all__ = ["integer_statistics_needed", "nullable_integer_columns"]
@@ -129,16 +130,7 @@ def nullable_integer_columns(
 
 def _statistics_rows(statistics: pa.Table, files: Sequence[FilePart]) -> list[int | None]:
     """The statistics row of each file (None: not described, or for another data file)."""
-    if statistics.num_rows == 0:
-        return [None] * len(files)
-    labels = statistics.column("label").to_pylist()
-    keys = statistics.column("key").to_pylist()
-    row_of: Mapping[str, int] = {lb: i for i, lb in enumerate(labels)}
-    out: list[int | None] = []
-    for f in files:
-        i = row_of.get(f.label)
-        out.append(i if i is not None and keys[i] == f.key else None)
-    return out
+    return rows_of(statistics, [f.label for f in files], [f.key for f in files])
 
 
 def _may_hold_nulls(statistics: pa.Table, rows: Sequence[int | None], column: str) -> bool:

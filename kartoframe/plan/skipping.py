@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from kartoframe.format.statistics import bloom_hashes, bloom_may_contain
+from kartoframe.format.statistics_rows import rows_of
 from kartoframe.plan.predicates import Literal, Predicate
 
 __all__ = ["skip_by_statistics", "statistics_columns"]
@@ -306,14 +307,11 @@ def skip_by_statistics(
     ]
     if any(not conj for conj in usable):
         return list(labels)  # a conjunction the statistics cannot refute keeps everything
-    stat_labels = statistics.column("label").to_pylist()
-    stat_keys = statistics.column("key").to_pylist()
-    row_of = {lb: i for i, (lb, k) in enumerate(zip(stat_labels, stat_keys))}
     rows: list[int] = []
     positions: list[int] = []
-    for pos, lb in enumerate(labels):
-        i = row_of.get(lb)
-        if i is not None and stat_keys[i] == partitions.get(lb):
+    found = rows_of(statistics, labels, [partitions.get(lb) for lb in labels])
+    for pos, i in enumerate(found):
+        if i is not None:
             rows.append(i)
             positions.append(pos)
     if not rows:
