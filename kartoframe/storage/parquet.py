@@ -288,8 +288,7 @@ def _read_files(
     store: Store, keys: Sequence[str], schema: pa.Schema, options: ScanOptions
 ) -> pa.Table:
     """The scan of :func:`read_files`, its errors as Arrow and the store raise them."""
-    covering = options.get("covering") or ()
-    if store.is_local and keys and (options.get("filter") is None or covering):
+    if store.is_local and keys:
         plain = read_local_files(
             store,
             keys,
@@ -297,7 +296,9 @@ def _read_files(
             options.get("partition_values"),
             options.get("columns"),
             use_threads=options.get("use_threads", True),
-            covering=covering if options.get("filter") is not None else None,
+            filter=options.get("filter"),
+            filter_columns=options.get("filter_columns"),
+            covering=options.get("covering") or (),
         )
         if plain is not None:
             return plain

@@ -1,10 +1,12 @@
-"""A filtered local scan skips the row filter only for files whose footer statistics (or
-partition values) prove it for every row, and then returns the dataset scan's rows.
+"""A filtered local scan reads small files whole and filters their rows; a larger file only
+if its footer statistics (or partition values) prove the filter for every row (then without
+the filter). Either way it returns the dataset scan's rows.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import os
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from hypothesis import strategies as st
 import kartoframe as kf
 from kartoframe.format.value_ranges import ValueRange
 from kartoframe.plan.predicates import bind, covering_ranges, literal_range, to_expression
-from kartoframe.storage import parquet
+from kartoframe.storage import local_scan, parquet
 from kartoframe.storage.local_scan import read_local_files
 
 SCHEMA = pa.schema(
@@ -106,7 +108,26 @@ LITERALS = st.one_of(
 PREDICATES = st.lists(st.lists(LITERALS, min_size=1, max_size=3), min_size=1, max_size=2)
 
 
-@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def _local(
+    store: kf.Store, keys: list[str], pvs: Any, columns: Any, pred: Any, **options: Any
+) -> pa.Table | None:
+    """The file-by-file path with the kernel's filter arguments (None: it declined)."""
+    return read_local_files(
+        store,
+        keys,
+        SCHEMA,
+        pvs,
+        columns,
+        filter=to_expression(pred),
+        filter_columns=sorted(pred.columns),
+        covering=covering_ranges(pred),
+        **options,
+    )
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(predicates=PREDICATES, columns=st.sampled_from([None, ["k"], ["s", "p"], ["f", "u"]]))
 def test_filtered_reads_equal_the_dataset_scan(files, predicates, columns) -> None:
     store, keys, pvs = files
@@ -115,25 +136,55 @@ def test_filtered_reads_equal_the_dataset_scan(files, predicates, columns) -> No
     expected = _scan(store, keys, pvs, **options)
     covering = covering_ranges(pred)
     got = parquet.read_files(
-        store, keys, SCHEMA, partition_values=pvs, covering=covering, **options
+        store,
+        keys,
+        SCHEMA,
+        partition_values=pvs,
+        covering=covering,
+        filter_columns=sorted(pred.columns),
+        **options,
     )
     assert _same(got, expected)
-    for key, pv in zip(keys, pvs):  # file by file too: some are proven, some not
-        one = parquet.read_files(
-            store, [key], SCHEMA, partition_values=[pv], covering=covering, **options
-        )
-        assert _same(one, _scan(store, [key], [pv], **options)), key
+    # the small files are read whole and filtered, on one thread and split over several
+    for use_threads in (False, True):
+        fast = _local(store, keys, pvs, columns, pred, use_threads=use_threads)
+        assert fast is not None and _same(fast, expected)
+    with pytest.MonkeyPatch.context() as m:
+        # split over threads, filtered every few rows, the pages handed back every time
+        m.setattr(local_scan, "SPLIT_FILES", 2)
+        m.setattr(local_scan, "FILTER_ROWS", 10)
+        m.setattr(local_scan, "RELEASE_BYTES", 0)
+        fast = _local(store, keys, pvs, columns, pred)
+        assert fast is not None and _same(fast, expected)
+        # every file as if large: read by this path only if its statistics prove the filter
+        m.setattr(local_scan, "SMALL_FILE_BYTES", 0)
+        for key, pv in zip(keys, pvs):
+            one = _local(store, [key], [pv], columns, pred)
+            if one is not None:
+                assert _same(one, _scan(store, [key], [pv], **options)), key
+            got = parquet.read_files(
+                store,
+                [key],
+                SCHEMA,
+                partition_values=[pv],
+                covering=covering,
+                filter_columns=sorted(pred.columns),
+                **options,
+            )
+            assert _same(got, _scan(store, [key], [pv], **options)), key
 
 
-def test_a_proven_file_is_read_without_the_filter(files) -> None:
+def test_a_proven_file_is_read_without_the_filter(files, monkeypatch) -> None:
+    """A file above SMALL_FILE_BYTES (here: any) is read file by file under a filter only
+    if its footer statistics or partition values prove the filter for all its rows."""
+    monkeypatch.setattr(local_scan, "SMALL_FILE_BYTES", 0)
     store, keys, pvs = files
     key, pv = keys[1], pvs[1]  # constant k, s, d
     body = pq.read_table(store.path(key))
     k, s = body["k"][0].as_py(), body["s"][0].as_py()
     pred = bind([[("k", "==", k), ("s", "==", s), ("p", "==", dict(pv)["p"])]], SCHEMA)
-    covering = covering_ranges(pred)
-    assert [len(c) for c in covering] == [3]
-    fast = read_local_files(store, [key], SCHEMA, [pv], ["k", "f"], covering=covering)
+    assert [len(c) for c in covering_ranges(pred)] == [3]
+    fast = _local(store, [key], [pv], ["k", "f"], pred)
     assert fast is not None and fast.num_rows == body.num_rows
     expected = _scan(store, [key], [pv], columns=["k", "f"], filter=to_expression(pred))
     assert _same(fast, expected)
@@ -144,12 +195,55 @@ def test_a_proven_file_is_read_without_the_filter(files) -> None:
         [[("k", "==", k), ("n", ">=", 0)]],
         [[("k", ">", k)]],
     ):
-        cov = covering_ranges(bind(other, SCHEMA))
-        assert read_local_files(store, [key], SCHEMA, [pv], ["k"], covering=cov) is None, other
+        assert _local(store, [key], [pv], ["k"], bind(other, SCHEMA)) is None, other
     # a varied file is not proven by a value it holds
     varied = keys[0]
-    cov = covering_ranges(bind([[("k", "==", 1)]], SCHEMA))
-    assert read_local_files(store, [varied], SCHEMA, [pvs[0]], ["k"], covering=cov) is None
+    assert _local(store, [varied], [pvs[0]], ["k"], bind([[("k", "==", 1)]], SCHEMA)) is None
+
+
+@pytest.mark.parametrize("use_threads", [False, True])
+def test_small_and_proven_large_files_interleaved(files, use_threads, monkeypatch) -> None:
+    """Small files (filtered, read with the filter's column) and larger proven ones (read
+    without it) alternate: runs of both kinds, in file order, as the dataset scan reads
+    them; one larger file the statistics do not prove sends the scan to the dataset scan.
+    """
+    store, keys, pvs = files
+    sizes = [os.path.getsize(store.path(k)) for k in keys]
+    monkeypatch.setattr(local_scan, "SMALL_FILE_BYTES", sorted(sizes)[len(sizes) // 2])
+    monkeypatch.setattr(local_scan, "SPLIT_FILES", 4)
+    order = [i for pair in zip(range(6), range(11, 5, -1)) for i in pair]
+    ks, ps = [keys[i] for i in order], [pvs[i] for i in order]
+    small = [sizes[i] <= local_scan.SMALL_FILE_BYTES for i in order]
+    assert small[0] and sum(a != b for a, b in itertools.pairwise(small)) >= 3
+    pred = bind([[("u", ">=", 0)]], SCHEMA)  # u holds no null: every file proven
+    fast = _local(store, ks, ps, ["s", "p"], pred, use_threads=use_threads)
+    expected = _scan(store, ks, ps, columns=["s", "p"], filter=to_expression(pred))
+    assert fast is not None and _same(fast, expected)
+    assert fast.num_rows == sum(6 + i for i in range(12))
+    unproven = bind([[("u", ">=", 1)]], SCHEMA)
+    assert _local(store, ks, ps, ["s"], unproven, use_threads=use_threads) is None
+
+
+def test_small_files_are_filtered_without_a_proof(files) -> None:
+    """Files of at most SMALL_FILE_BYTES are read whole and filtered: an unproven filter,
+    one on a partition column, on a column outside the projection, or matching no row
+    reads as the dataset scan does, without the dataset scan."""
+    store, keys, pvs = files
+    for predicates, columns in (
+        ([[("k", "==", 2)]], ["s"]),
+        ([[("p", "==", "y"), ("f", "<", 1.0)], [("n", "==", None)]], ["k", "p"]),
+        ([[("k", ">", 99)]], None),
+        ([[("u", "==", 7)]], ["d"]),
+    ):
+        pred = bind(predicates, SCHEMA)
+        for use_threads in (False, True):
+            fast = _local(store, keys, pvs, columns, pred, use_threads=use_threads)
+            expected = _scan(store, keys, pvs, columns=columns, filter=to_expression(pred))
+            assert fast is not None and _same(fast, expected), predicates
+            assert fast.column_names == (columns or SCHEMA.names)
+    # without the filter's columns there is no fast path
+    pred = bind([[("k", "==", 2)]], SCHEMA)
+    assert read_local_files(store, keys, SCHEMA, pvs, ["s"], filter=to_expression(pred)) is None
 
 
 PX = (("p", "x"),)
@@ -176,13 +270,15 @@ def _read_k(store: kf.Store, key: str, pred: Any, cov: Any) -> pa.Table:
         partition_values=[PX],
         columns=["k"],
         filter=to_expression(pred),
+        filter_columns=sorted(pred.columns),
         covering=cov,
     )
 
 
-def test_files_without_statistics_keep_the_filter(tmp_path) -> None:
+def test_files_without_statistics_keep_the_filter(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(local_scan, "SMALL_FILE_BYTES", 0)
     store, key, pred, cov = _one_file(tmp_path, "nostats", 5, write_statistics=False)
-    assert read_local_files(store, [key], SCHEMA, [PX], ["k"], covering=cov) is None
+    assert _local(store, [key], [PX], ["k"], pred) is None
     assert _read_k(store, key, pred, cov).num_rows == 5
 
 
@@ -221,6 +317,6 @@ def test_a_truncated_file_is_reported_as_without_the_proof(tmp_path) -> None:
     store, key, pred, cov = _one_file(tmp_path, "cut", 50)
     data = Path(store.path(key)).read_bytes()
     Path(store.path(key)).write_bytes(data[: len(data) // 2])  # footer gone
-    assert read_local_files(store, [key], SCHEMA, [PX], ["k"], covering=cov) is None
+    assert _local(store, [key], [PX], ["k"], pred) is None
     with pytest.raises(kf.CorruptDataError, match=r"cut\.parquet"):
         _read_k(store, key, pred, cov)
