@@ -4,13 +4,14 @@ the peer's, in one process.
 The lines are compare.py's (same data, same calls): the write with index, statistics and
 header against pyarrow's ``write_dataset``; the full read and the 3-column range read
 against ``pyarrow.dataset``; the equality read through the index against plateau. For
-each, the parts kartoframe shares with the peer (the same Arrow decoder or encoder on the
-same bytes) are timed apart from the work only kartoframe does (statistics, index,
+each, the parts kartoframe shares with the peer (the same Arrow decoder or encoder on
+the same bytes) are timed apart from the work only kartoframe does (statistics, index,
 commit, the casts its format asks for), and the equality read's kept files are read the
-cheapest way pyarrow offers, one ``ParquetFile.read`` each, as the floor of any reader
-of them. Rounds alternate the variants; medians after one warm-up round. The write's
-variants also print their CPU time (user and system, all threads) and the cores they kept
-busy: on two cores a write cannot take less than half its CPU time.
+cheapest way pyarrow offers, one ``ParquetFile.read`` each (on one thread, and split
+over threads as kartoframe's scan splits them), as the floor of any reader of them.
+Rounds alternate the variants; medians after one warm-up round. The write's variants
+also print their CPU time (user and system, all threads) and the cores they kept busy:
+on two cores a write cannot take less than half its CPU time.
 
     .venv/bin/python asv_benchmarks/floors.py                 # all four lines
     .venv/bin/python asv_benchmarks/floors.py --only write,read --repeat 7
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,7 @@ import pyarrow.parquet as pq  # noqa: E402
 
 import kartoframe as kf  # noqa: E402
 import kartoframe.api.read as api_read  # noqa: E402
+import kartoframe.storage.local_scan as kf_local_scan  # noqa: E402
 from kartoframe.execution.chunks import write_chunk  # noqa: E402
 
 LINES = ("write", "read", "range", "equality")
@@ -236,9 +239,18 @@ def line_equality(data_dir: Path, spec: Any, repeat: int, stages: Stages) -> Non
     plan, store = plan_read(systems.UUID, str(kroot), predicates=predicates)
     paths = [store.path(f.key) for t in plan.tasks for f in t.files]
 
-    def files_read() -> None:
-        for p in paths:
+    def files_read(part: Sequence[str] = paths) -> None:
+        for p in part:
             pq.ParquetFile(p, pre_buffer=False).read(use_threads=False)
+
+    threads = kf_local_scan.READ_THREADS
+    step = -(-len(paths) // threads)
+    halves = [paths[i : i + step] for i in range(0, len(paths), step)]
+
+    def files_read_threads() -> None:
+        # as kartoframe's scan splits them: consecutive runs, one thread each
+        with ThreadPoolExecutor(len(halves)) as pool:
+            list(pool.map(files_read, halves))
 
     print(
         f"equality read: product_id == {pid}, {len(paths)} of {spec.partitions:,} files "
@@ -251,6 +263,7 @@ def line_equality(data_dir: Path, spec: Any, repeat: int, stages: Stages) -> Non
                 lambda: kf.read_table(systems.UUID, str(kroot), predicates=predicates)
             ),
             f"ParquetFile.read of the {len(paths)} files alone": lambda: _total(files_read),
+            f"the same on {len(halves)} threads": lambda: _total(files_read_threads),
             "plateau read_table": lambda: _total(lambda: plateau.read_pruned(proot, pid)),
         },
         repeat,
