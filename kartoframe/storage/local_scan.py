@@ -129,6 +129,39 @@ def _constant_column(values: list[Any], counts: list[int], t: pa.DataType) -> pa
     return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
 
 
+@dataclasses.dataclass(frozen=True)
+class _Scan:
+    """What every file of a scan is read for: the columns (``plain``; ``widest`` with the
+    filter's own), the partition columns made from the keys (``given``), the filter; and
+    the schemas of the tables built from them, made once a scan rather than once a file.
+    """
+
+    schema: pa.Schema
+    names: list[str]
+    plain: list[str]
+    widest: list[str]
+    given: list[str]
+    filter: pc.Expression | None
+    covering: Sequence[Sequence[ValueRange]]
+    use_threads: bool
+    #: the scan's result: ``names`` with the dataset's fields and metadata
+    out: pa.Schema = dataclasses.field(init=False)
+    #: the dataset's fields of ``plain`` and of ``widest``
+    targets: dict[bool, pa.Schema] = dataclasses.field(init=False)
+    #: what a filtered run's rows are filtered in: ``widest``, then ``given``
+    filtered_schema: pa.Schema = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        def fields(names: list[str]) -> list[pa.Field]:
+            return [self.schema.field(c) for c in names]
+
+        object.__setattr__(self, "out", pa.schema(fields(self.names), self.schema.metadata))
+        targets = {False: pa.schema(fields(self.plain)), True: pa.schema(fields(self.widest))}
+        object.__setattr__(self, "targets", targets)
+        filtered = pa.schema(fields(self.widest + self.given))
+        object.__setattr__(self, "filtered_schema", filtered)
+
+
 class _Run:
     """Consecutive files read with the same columns (with the filter's or without),
     gathered with the dataset's types and then given their partition columns.
@@ -138,18 +171,11 @@ class _Run:
     of 101 ms.
     """
 
-    def __init__(
-        self,
-        schema: pa.Schema,
-        read: list[str],
-        constant: list[str],
-        filtered: bool,
-        freed: list[int],
-    ) -> None:
-        self.schema, self.read, self.constant = schema, read, constant
+    def __init__(self, scan: _Scan, filtered: bool, freed: list[int]) -> None:
+        self.scan, self.filtered = scan, filtered
+        self.read = scan.widest if filtered else scan.plain
+        self.target = scan.targets[filtered]
         self.freed = freed  # bytes gathered since the pages were last handed back
-        self.target = pa.schema([schema.field(c) for c in read])
-        self.filtered = filtered
         self.groups: list[pa.Table] = []  # files gathered, with the dataset's types
         self.pending: list[pa.Table] = []  # files alike in their file types
         self.counts: list[int] = []  # rows of each file
@@ -183,29 +209,29 @@ class _Run:
         self.groups.append(widened)
         return True
 
-    def close(
-        self, names: list[str], filter: pc.Expression | None, *, last: bool
-    ) -> pa.Table | None:
-        """The run's rows with the columns ``names`` (``filter`` applied if the run is
-        ``filtered``); None if a cast fails.
+    def close(self, *, last: bool) -> pa.Table | None:
+        """The run's rows with the scan's columns and result schema (filtered if the run
+        is ``filtered``); None if a cast fails.
         """
         if self.pending and not self._gather(last=last):
             return None
-        body = pa.concat_tables(self.groups) if self.groups else self.target.empty_table()
-        arrays = dict(zip(self.read, body.columns))
-        for c in self.constant:
+        scan = self.scan
+        groups = self.groups
+        body = groups[0] if len(groups) == 1 else pa.concat_tables(groups)  # a file a run at least
+        columns = body.columns
+        for c in scan.given:
             values = [v.get(c) for v in self.values]
-            arrays[c] = _constant_column(values, self.counts, self.schema.field(c).type)
-        fields = [self.schema.field(c) for c in arrays]
-        table = pa.Table.from_arrays(list(arrays.values()), schema=pa.schema(fields))
-        if not self.filtered or filter is None:
-            return table.select(names)
-        kept = table.filter(filter).select(names)
+            columns.append(_constant_column(values, self.counts, scan.schema.field(c).type))
+        if not self.filtered or scan.filter is None:
+            by_name = dict(zip(self.read + scan.given, columns, strict=True))
+            return pa.Table.from_arrays([by_name[c] for c in scan.names], schema=scan.out)
+        table = pa.Table.from_arrays(columns, schema=scan.filtered_schema)
+        kept = table.filter(scan.filter).select(scan.names)
         read = body.nbytes
-        self.groups.clear()
-        del body, arrays, table
+        groups.clear()
+        del body, columns, table
         self._freed(read)  # the run's rows, kept ones copied
-        return kept
+        return pa.Table.from_arrays(kept.columns, schema=scan.out)
 
     def _freed(self, nbytes: int) -> None:
         """Count ``nbytes`` freed; hand the pages back past :data:`RELEASE_BYTES`."""
@@ -213,22 +239,6 @@ class _Run:
         if self.freed[0] >= RELEASE_BYTES:
             release_unused_memory()
             self.freed[0] = 0
-
-
-@dataclasses.dataclass(frozen=True)
-class _Scan:
-    """What every file of a scan is read for: the columns (``plain``; ``widest`` with the
-    filter's own), the partition columns made from the keys (``given``), the filter.
-    """
-
-    schema: pa.Schema
-    names: list[str]
-    plain: list[str]
-    widest: list[str]
-    given: list[str]
-    filter: pc.Expression | None
-    covering: Sequence[Sequence[ValueRange]]
-    use_threads: bool
 
 
 def read_local_files(
@@ -288,9 +298,7 @@ def read_local_files(
     if any(p is None for p in parts):
         return None
     tables = [p for p in parts if p is not None]
-    body = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    out = pa.schema([schema.field(c) for c in names], metadata=schema.metadata)
-    return pa.Table.from_arrays(body.columns, schema=out)
+    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
 
 
 def _read_run(
@@ -328,17 +336,17 @@ def _read_run(
             if run is not None and (
                 run.filtered != filtered or (filtered and run.rows >= FILTER_ROWS)
             ):
-                done = run.close(scan.names, scan.filter, last=False)
+                done = run.close(last=False)
                 if done is None:
                     return None
                 tables.append(done)
                 run = None
             if run is None:
-                run = _Run(scan.schema, read, scan.given, filtered, freed)
+                run = _Run(scan, filtered, freed)
             if not run.add(table, dict(pvs[i])):
                 return None
         assert run is not None
-        done = run.close(scan.names, scan.filter, last=True)
+        done = run.close(last=True)
         if done is None:
             return None
         tables.append(done)
