@@ -6,6 +6,7 @@ API: categoricals, dates, nullable integers, partition and index predicates, pro
 from __future__ import annotations
 
 import datetime as dt
+import os
 
 import numpy as np
 import pandas as pd
@@ -74,3 +75,29 @@ def test_filtered_reads_equal_the_dataset_scan(
     slow = kf.read_table("s", dataset, **options)
     assert len(fast) > 0
     pd.testing.assert_frame_equal(fast, slow)
+
+
+@pytest.mark.parametrize("damage", ["missing", "truncated"])
+def test_a_damaged_file_among_many_is_named(dataset, monkeypatch, damage) -> None:
+    """A file removed (maintenance beside the reader) or cut short among the files a
+    threaded, filtered read splits: the read fails with the store's specific error naming
+    that file, not with a thread's exception or fewer rows."""
+    monkeypatch.setattr(local_scan, "SPLIT_FILES", 2)
+    keys = sorted(kf.read_dataset_metadata("s", dataset).partitions.values())
+    assert len(keys) >= 4
+    victim = keys[len(keys) // 2]
+    path = dataset.path(victim)
+    if damage == "missing":
+        os.remove(path)
+        error: type[Exception] = kf.MissingDataFileError
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
+        with open(path, "wb") as f:
+            f.write(data[: len(data) // 2])
+        error = kf.CorruptDataError
+    name = victim.rsplit("/", 1)[-1]
+    with pytest.raises(error, match=name.replace(".", r"\.")) as raised:
+        kf.read_table("s", dataset, predicates=[[("price", "<", 2.0)]])
+    missing = isinstance(raised.value, kf.MissingDataFileError)
+    assert missing == (damage == "missing")
