@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pandas as pd
 import pytest
+from fresh_interpreter import measure_in_fresh_interpreter
 
 import kartoframe as kf
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 # Runs in a fresh interpreter so the Arrow pool's high-water mark is this read's alone.
 MEASURE = """
@@ -56,16 +51,8 @@ def partition(p: int, n: int) -> pd.DataFrame:
 
 def measure(root: str, mode: str) -> dict[str, int]:
     """Peak memory of one iterator pass whose consumer drops (``drop``) or keeps each frame."""
-    env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(MEASURE), root, mode],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    result: dict[str, int] = measure_in_fresh_interpreter(MEASURE, root, mode)
+    return result
 
 
 @pytest.mark.slow

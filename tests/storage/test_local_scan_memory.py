@@ -5,17 +5,10 @@ at the end)."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import textwrap
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from fresh_interpreter import measure_in_fresh_interpreter
 
 MEASURE = """
 import json, sys
@@ -41,16 +34,8 @@ FILES, ROWS = 300, 1000
 
 
 def _peak(root: str, filter_rows: int) -> dict[str, int]:
-    env = {**os.environ, "PYTHONPATH": REPO + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(MEASURE), root, str(filter_rows)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout)
+    result: dict[str, int] = measure_in_fresh_interpreter(MEASURE, root, str(filter_rows))
+    return result
 
 
 def test_filtered_scan_memory_is_bounded(tmp_path) -> None:
