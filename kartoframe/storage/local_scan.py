@@ -25,7 +25,6 @@ import dataclasses
 import itertools
 import os
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +33,7 @@ import pyarrow.parquet as pq
 
 from kartoframe.format.arrow_memory import release_unused_memory
 from kartoframe.format.value_ranges import ValueRange, footer_statistics, ranges_hold
+from kartoframe.storage.io_map import thread_map
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -146,7 +146,7 @@ class _Scan:
     use_threads: bool
     #: the scan's result: ``names`` with the dataset's fields and metadata
     out: pa.Schema = dataclasses.field(init=False)
-    #: the dataset's fields of ``plain`` and of ``widest``
+    #: the dataset's fields of :meth:`read` (``plain``, or ``widest`` if filtered)
     targets: dict[bool, pa.Schema] = dataclasses.field(init=False)
     #: what a filtered run's rows are filtered in: ``widest``, then ``given``
     filtered_schema: pa.Schema = dataclasses.field(init=False)
@@ -161,6 +161,10 @@ class _Scan:
         filtered = pa.schema(fields(self.widest + self.given))
         object.__setattr__(self, "filtered_schema", filtered)
 
+    def read(self, filtered: bool) -> list[str]:
+        """The columns read from a file: with the filter's own if it is ``filtered``."""
+        return self.widest if filtered else self.plain
+
 
 class _Run:
     """Consecutive files read with the same columns (with the filter's or without),
@@ -173,7 +177,7 @@ class _Run:
 
     def __init__(self, scan: _Scan, filtered: bool, freed: list[int]) -> None:
         self.scan, self.filtered = scan, filtered
-        self.read = scan.widest if filtered else scan.plain
+        self.read = scan.read(filtered)
         self.target = scan.targets[filtered]
         self.freed = freed  # bytes gathered since the pages were last handed back
         self.groups: list[pa.Table] = []  # files gathered, with the dataset's types
@@ -289,10 +293,11 @@ def read_local_files(
     if use_threads and READ_THREADS > 1 and len(keys) >= SPLIT_FILES:
         step = -(-len(keys) // READ_THREADS)
         starts = range(0, len(keys), step)
-        with ThreadPoolExecutor(len(starts), thread_name_prefix="kartoframe-read") as pool:
-            parts = list(
-                pool.map(lambda at: _read_run(store, keys[at : at + step], pvs[at:], scan), starts)
-            )
+        parts = thread_map(
+            lambda at: _read_run(store, keys[at : at + step], pvs[at:], scan),
+            list(starts),
+            READ_THREADS,
+        )
     else:
         parts = [_read_run(store, keys, pvs, scan)]
     if any(p is None for p in parts):
@@ -327,7 +332,7 @@ def _read_run(
                     filtered = False
                 else:
                     return None  # some rows may fail the filter
-                read = scan.widest if filtered else scan.plain
+                read = scan.read(filtered)
                 present = set(pf.schema_arrow.names)
                 if not present.issuperset(read) or present.intersection(scan.given):
                     return None  # a missing column, or a partition column in the file
