@@ -10,7 +10,6 @@ reads, writes and queries them.
 
 from __future__ import annotations
 
-import base64
 import functools
 import io
 from collections.abc import Mapping, Sequence
@@ -32,7 +31,7 @@ from kartoframe.format.index_group import (
     empty_index,
     merge_index,
 )
-from kartoframe.format.schema import ARROW_SCHEMA_KEY, normalize_type
+from kartoframe.format.schema import declared_schema_metadata, normalize_type
 from kartoframe.format.value_ranges import footer_statistics
 
 __all__ = [
@@ -155,7 +154,7 @@ def index_to_bytes(index: pa.Table | IndexSource) -> bytes:
             following = ahead.submit(cut, after, min(after + size, n)) if after < n else None
             writer.write_table(part, row_group_size=size)
             del part
-        writer.add_key_value_metadata({ARROW_SCHEMA_KEY: base64.b64encode(plain.serialize())})
+        writer.add_key_value_metadata(declared_schema_metadata(plain))
     return buf.getvalue()
 
 

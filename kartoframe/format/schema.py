@@ -13,6 +13,7 @@ the same type everywhere.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import io
 import json
@@ -30,6 +31,7 @@ __all__ = [
     "SchemaChange",
     "SchemaEvolution",
     "compatible_merge",
+    "declared_schema_metadata",
     "empty_table",
     "evolve_schema",
     "merge_into_stored",
@@ -46,6 +48,15 @@ __all__ = [
 PANDAS_KEY = b"pandas"
 #: The Parquet footer key of a file's Arrow schema (base64 of its IPC message).
 ARROW_SCHEMA_KEY = b"ARROW:schema"
+
+
+def declared_schema_metadata(schema: pa.Schema) -> dict[bytes, bytes]:
+    """The footer key-value pairs pyarrow writes for a table of ``schema``: its metadata
+    and the schema itself, which readers take the column types from. A writer given rows
+    of other types (``store_schema=False``: strings still dictionary-encoded) adds them,
+    and the file is the one the declared table gives.
+    """
+    return {**(schema.metadata or {}), ARROW_SCHEMA_KEY: base64.b64encode(schema.serialize())}
 
 
 def normalize_type(t: pa.DataType) -> pa.DataType:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
 import itertools
@@ -17,7 +16,7 @@ import pyarrow.parquet as pq
 
 from kartoframe.errors import CorruptDataError, KartoframeError, MissingDataFileError
 from kartoframe.format.encoding import dictionary_columns
-from kartoframe.format.schema import ARROW_SCHEMA_KEY
+from kartoframe.format.schema import declared_schema_metadata
 from kartoframe.format.value_ranges import ValueRange
 from kartoframe.storage.local_files import local_makedirs
 from kartoframe.storage.local_scan import read_local_files
@@ -131,15 +130,11 @@ def _encode(
     if declared is None or declared == table.schema:
         pq.write_table(table, where, row_group_size=row_group_size, **options)
         return
-    # the footer's key-value pairs pyarrow writes for a table of schema ``declared``:
-    # its metadata and the schema itself, which readers take the column types from
     with pq.ParquetWriter(
         where, table.schema.remove_metadata(), store_schema=False, **options
     ) as writer:
         writer.write_table(table, row_group_size=row_group_size)
-        writer.add_key_value_metadata(
-            {**(declared.metadata or {}), ARROW_SCHEMA_KEY: base64.b64encode(declared.serialize())}
-        )
+        writer.add_key_value_metadata(declared_schema_metadata(declared))
 
 
 def write_encoded(store: Store, key: str, data: pa.Buffer) -> int:
