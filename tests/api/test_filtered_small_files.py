@@ -11,6 +11,7 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+from spies import record_results
 
 import kartoframe as kf
 from kartoframe.storage import local_scan, parquet
@@ -58,15 +59,7 @@ CASES = [
 def test_filtered_reads_equal_the_dataset_scan(
     dataset, monkeypatch, predicates, columns, categoricals
 ) -> None:
-    calls: list[object] = []
-    real = local_scan.read_local_files
-
-    def spy(*args, **kwargs):
-        out = real(*args, **kwargs)
-        calls.append(out)
-        return out
-
-    monkeypatch.setattr(parquet, "read_local_files", spy)
+    calls = record_results(monkeypatch, parquet, "read_local_files")
     monkeypatch.setattr(local_scan, "SPLIT_FILES", 2)  # on threads too
     options = {"predicates": predicates, "columns": columns, "categoricals": list(categoricals)}
     fast = kf.read_table("s", dataset, **options)

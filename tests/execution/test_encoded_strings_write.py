@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from parquet_files import footer_parts
+from spies import record_results
 
 import kartoframe as kf
 import kartoframe.execution.chunks as chunks
@@ -63,15 +64,7 @@ def test_the_files_are_those_of_the_decoded_strings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: int
 ) -> None:
     df = _frame(rows)
-    calls: list[object] = []
-    real = EncodedFileRows.rows
-
-    def counted(self: EncodedFileRows, gathered: pa.Table) -> pa.Table | None:
-        out = real(self, gathered)
-        calls.append(out)
-        return out
-
-    monkeypatch.setattr(EncodedFileRows, "rows", counted)
+    calls = record_results(monkeypatch, EncodedFileRows, "rows")
     _write(tmp_path / "encoded", df)
     assert len(calls) == 3 and all(c is not None for c in calls)  # the path was taken
     monkeypatch.setattr(chunks, "encoded_file_rows", lambda *a, **k: None)
@@ -112,15 +105,7 @@ def test_nanoseconds_the_files_cannot_hold_are_refused_and_nothing_is_written(
 ) -> None:
     """A file that takes the encoded-strings path and holds a timestamp that is not a
     whole microsecond goes down the plain path, which refuses it with the usual error."""
-    calls: list[object] = []
-    real = EncodedFileRows.rows
-
-    def counted(self: EncodedFileRows, gathered: pa.Table) -> pa.Table | None:
-        out = real(self, gathered)
-        calls.append(out)
-        return out
-
-    monkeypatch.setattr(EncodedFileRows, "rows", counted)
+    calls = record_results(monkeypatch, EncodedFileRows, "rows")
     df = _frame()
     # the last row only: the rows that decide the chunk's encoding come first, and pass
     df["t"] = df["t"].astype("datetime64[ns]")
