@@ -258,11 +258,16 @@ def _index_from_bytes(
 
 
 def _read_value_groups(data: bytes, column: str, only: Sequence[Any]) -> pa.Table:
-    """The row groups of an index file that may hold one of the values ``only``.
+    """The rows of the values ``only`` in the row groups of an index file that may hold
+    one of them.
 
     Row-group statistics are used for integer and string value columns, whose order
     is unambiguous; other types, groups without statistics and values that do not compare
-    with the statistics keep every row group.
+    with the statistics keep every row group. The labels of the kept groups are decoded
+    as dictionary codes and only the rows of ``only`` keep them (their labels are decoded
+    by the caller's cast): a row group of 343 values lists 122,000 labels, 6 MB of
+    strings, of which one value's read uses 249. 3.7-4.1 -> 1.8-1.9 ms for the
+    equality read of ``compare.py``.
     """
     pf = pq.ParquetFile(reader(data))
     md = pf.metadata
@@ -286,7 +291,25 @@ def _read_value_groups(data: bytes, column: str, only: Sequence[Any]) -> pa.Tabl
                 keep.append(i)
         except TypeError:
             keep.append(i)
-    return pf.read_row_groups(keep, use_threads=False)
+    labels = leaves.index(_LABEL_PATH) if _LABEL_PATH in leaves else None
+    if labels is None or md.schema.column(labels).physical_type != "BYTE_ARRAY" or not keep:
+        return _rows_of(pf.read_row_groups(keep, use_threads=False), column, values)
+    # group by group: each has a dictionary of its own, which one read cannot chunk
+    pf = pq.ParquetFile(reader(data), read_dictionary=[_LABEL_PATH])
+    groups = [_rows_of(pf.read_row_group(i, use_threads=False), column, values) for i in keep]
+    return pa.concat_tables(groups) if len(groups) > 1 else groups[0]
+
+
+def _rows_of(table: pa.Table, column: str, values: Sequence[Any]) -> pa.Table:
+    """The rows of ``table`` whose ``column`` is one of ``values``; every row if the
+    values do not convert to the column's type.
+    """
+    found = table[column]
+    try:
+        wanted = pa.array(values, type=found.type)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return table
+    return table.filter(pc.is_in(found, value_set=wanted))
 
 
 def index_from_embedded(

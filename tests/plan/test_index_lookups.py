@@ -58,6 +58,33 @@ def test_index_files_have_value_sorted_row_groups(small_row_groups: None) -> Non
     assert fi._read_value_groups(data, "c", [7]).num_rows < idx.num_rows / 5
 
 
+def test_a_lookup_decodes_the_labels_of_its_values_only(small_row_groups: None) -> None:
+    pairs = [
+        fi.index_value_pairs("c", pa.array([f"v{x:03d}" for x in range(k, 300, 4)]), f"p={k}/x")
+        for k in range(8)
+    ]
+    idx = fi.build_index("c", pa.string(), pairs)
+    data = fi.index_to_bytes(idx)
+    assert pq.ParquetFile(pa.BufferReader(data)).metadata.num_row_groups > 10
+    want = dict(zip(idx["c"].to_pylist(), idx["partition"].to_pylist()))
+    for only in (["v007"], ["v000", "v299", "v150", "v151"], ["nope"], ["v010", "nope"]):
+        part = fi._read_value_groups(data, "c", sorted(only))
+        # the rows of the looked-up values, over several row groups, and no other
+        assert sorted(part["c"].to_pylist()) == sorted(v for v in only if v in want)
+        full = fi.index_from_bytes(data, "c", only=sorted(only))
+        assert full.schema == idx.schema
+        assert dict(zip(full["c"].to_pylist(), full["partition"].to_pylist())) == {
+            v: want[v] for v in only if v in want
+        }
+
+
+def test_values_that_do_not_fit_the_index_type_keep_every_row() -> None:
+    table = pa.table({"c": pa.array([1, 2, 3], pa.int8()), "partition": [["a"], ["b"], ["c"]]})
+    assert fi._rows_of(table, "c", [2]).to_pydict() == {"c": [2], "partition": [["b"]]}
+    assert fi._rows_of(table, "c", [2, 1000]).equals(table)  # 1000 is no int8
+    assert fi._rows_of(table, "c", ["2"]).equals(table)
+
+
 def test_index_lookups_only_for_equality_on_every_literal() -> None:
     store = kf.Store(f"memory://lookups-{uuid.uuid4().hex}")
     kf.store_dataframes_as_dataset(
