@@ -294,8 +294,9 @@ def _read_value_groups(data: bytes, column: str, only: Sequence[Any]) -> pa.Tabl
     labels = leaves.index(_LABEL_PATH) if _LABEL_PATH in leaves else None
     if labels is None or md.schema.column(labels).physical_type != "BYTE_ARRAY" or not keep:
         return _rows_of(pf.read_row_groups(keep, use_threads=False), column, values)
-    # group by group: each has a dictionary of its own, which one read cannot chunk
-    pf = pq.ParquetFile(reader(data), read_dictionary=[_LABEL_PATH])
+    # group by group: each has a dictionary of its own, which one read cannot chunk (the
+    # footer already decoded is reused)
+    pf = pq.ParquetFile(reader(data), metadata=md, read_dictionary=[_LABEL_PATH])
     groups = [_rows_of(pf.read_row_group(i, use_threads=False), column, values) for i in keep]
     return pa.concat_tables(groups) if len(groups) > 1 else groups[0]
 
